@@ -1,0 +1,377 @@
+//! The `cairn` command line (SPEC §7): parses arguments with clap into a [`Command`], runs it
+//! through [`command::execute`] and renders the output or the error, once. Exit codes: 0 ok,
+//! 1 refused or failed, 2 usage.
+
+use crate::command::{self, Command, Output, Status};
+use crate::config;
+use crate::error::{Error, Result};
+use crate::lifecycle::{Priority, State};
+use crate::project::{Home, Project};
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
+#[derive(Parser, Debug)]
+#[command(name = "cairn", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Project root (default: the nearest ancestor of the current directory with .agentfs/).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project_root: Option<PathBuf>,
+    /// Where cairn keeps workspaces, signals and logs (default: $CAIRN_HOME or the platform data dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cairn_home: Option<PathBuf>,
+    /// Log debug details to $CAIRN_HOME/logs/cairn.log.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Create .agentfs/ and index the project into stable.db.
+    Init,
+    /// Run the orchestrator in the foreground: workers, file watcher, signal files.
+    Up,
+    /// Queue an agent; prints its id.
+    Queue {
+        /// A .pym path (file provider), code (inline) or a task (llm).
+        reference: String,
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long, default_value = "normal", value_parser = parse_priority)]
+        priority: Priority,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Queue an agent with high priority; prints its id.
+    Spawn {
+        reference: String,
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an agent now, in this process, to reviewing or errored; prints its id.
+    Run {
+        reference: String,
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List agents, oldest first (active ones; --all for every one).
+    ListAgents {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one agent.
+    Status {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an agent's proposal as a unified diff.
+    Diff {
+        id: String,
+        #[arg(long)]
+        stat: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a reviewing agent's changes to the project.
+    Accept {
+        id: String,
+        /// Overwrite paths changed in the project since the agent read them.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Discard an agent's proposal (reviewing), cancel it (queued) or discard it (errored).
+    Reject { id: String },
+    /// Restore what accepting an agent changed.
+    Undo { id: String },
+    /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
+    Preview {
+        id: String,
+        /// Open the workspace in a tmux split.
+        #[arg(long)]
+        tmux: bool,
+    },
+    /// Pre-flight check of an agent script: file:line:col diagnostics.
+    Check {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove old terminal agents and surplus workspaces.
+    Gc,
+    /// RPC host for the Neovim plugin (msgpack-RPC on stdin/stdout).
+    Nvim,
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox,
+}
+
+fn parse_priority(s: &str) -> std::result::Result<Priority, String> {
+    s.parse()
+}
+
+/// Resolves `CAIRN_HOME`: flag, then `$CAIRN_HOME`, then the platform data directory.
+pub fn cairn_home(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("CAIRN_HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    directories::ProjectDirs::from("", "", "cairn")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".cairn"))
+}
+
+/// Loads the configuration and opens the project the flags point at.
+pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Result<Project> {
+    let root = match project_root {
+        Some(r) => r.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+            match Project::discover(&cwd) {
+                Ok(r) => r,
+                Err(_) if init => cwd,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
+    for w in &loaded.warnings {
+        eprintln!("cairn: warning: {w}");
+        tracing::warn!("{w}");
+    }
+    Project::new(&root, Home::new(home), loaded.config)
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    if matches!(cli.command, Cmd::Sandbox) {
+        return crate::sandbox::child::main();
+    }
+    let home = cairn_home(cli.cairn_home.as_deref());
+    crate::logging::init(&home, cli.verbose);
+    match run(cli, &home) {
+        Ok(code) => code,
+        Err(e) => {
+            render_error(&e);
+            e.exit_code()
+        }
+    }
+}
+
+/// Prints an error the one way the CLI does: message, then a hint.
+pub fn render_error(e: &Error) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "cairn: error: {e}");
+    if let Some(h) = e.hint() {
+        let _ = writeln!(err, "hint: {h}");
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+fn run(cli: Cli, home: &Path) -> Result<i32> {
+    let root = cli.project_root.as_deref();
+    let (cmd, json) = match cli.command {
+        Cmd::Sandbox => return Ok(crate::sandbox::child::main()),
+        Cmd::Nvim => {
+            let project = open_project(root, home, false)?;
+            return crate::host::run(project).map(|_| 0);
+        }
+        Cmd::Up => {
+            let project = open_project(root, home, false)?;
+            project.ensure_initialized()?;
+            return up(&project).map(|_| 0);
+        }
+        Cmd::Check { file, json } => {
+            let out = command::execute_check(&file)?;
+            return Ok(render_check(&out, json));
+        }
+        Cmd::Init => (Command::Init, false),
+        Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority }, json),
+        Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High }, json),
+        Cmd::Run { reference, provider, json } => (Command::Run { reference, provider }, json),
+        Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
+        Cmd::Status { id, json } => (Command::Status { id }, json),
+        Cmd::Diff { id, stat, json } => (Command::Diff { id, stat }, json),
+        Cmd::Accept { id, force } => (Command::Accept { id, force }, false),
+        Cmd::Reject { id } => (Command::Reject { id }, false),
+        Cmd::Undo { id } => (Command::Undo { id }, false),
+        Cmd::Preview { id, tmux } => {
+            let project = open_project(root, home, false)?;
+            let out = command::execute(&project, Command::Preview { id: id.clone() })?;
+            if let Output::Preview(m) = &out {
+                if tmux {
+                    let id = command::resolve(&project, &id)?;
+                    crate::tmux::open_preview(&project, &id, &m.path, None, None)?;
+                }
+                println!("{}", m.path.display());
+            }
+            return Ok(0);
+        }
+        Cmd::Gc => (Command::Gc, false),
+    };
+    let is_init = cmd == Command::Init;
+    let project = open_project(root, home, is_init)?;
+    if !is_init {
+        project.ensure_initialized()?;
+    }
+    let out = command::execute(&project, cmd)?;
+    if json {
+        match &out {
+            Output::Agents { agents } => print_json(agents)?,
+            Output::Agent(s) | Output::Status(s) => print_json(s)?,
+            other => print_json(other)?,
+        }
+        return Ok(match &out {
+            Output::Agent(s) if s.state == State::Errored => 1,
+            _ => 0,
+        });
+    }
+    Ok(render(&project, &out))
+}
+
+fn render_check(out: &command::CheckReport, json: bool) -> i32 {
+    if json {
+        let _ = print_json(out);
+    } else if out.ok {
+        println!("{}: ok", out.file);
+    } else {
+        for d in &out.diagnostics {
+            println!("{}:{}:{}: {}", out.file, d.line, d.col, d.message);
+        }
+    }
+    if out.ok {
+        0
+    } else {
+        1
+    }
+}
+
+fn age(ms: i64) -> String {
+    let s = (crate::time::now_ms() - ms).max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+fn summary(s: &Status) -> String {
+    s.submission.as_ref().and_then(|v| v.get("summary")).and_then(|v| v.as_str()).unwrap_or("").to_string()
+}
+
+fn render(project: &Project, out: &Output) -> i32 {
+    match out {
+        Output::Init(r) => {
+            println!("indexed {} files and {} directories in {} ({} hashed)", r.files, r.dirs, project.root.display(), r.hashed);
+        }
+        Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {
+            println!("{}", s.id);
+            eprintln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.as_deref().unwrap_or("error"), s.error.as_deref().unwrap_or(""));
+            return 1;
+        }
+        Output::Agent(s) if s.state == State::Rejected => println!("rejected {}", s.id),
+        Output::Agent(s) => println!("{}", s.id),
+        Output::Status(s) => render_status(s),
+        Output::Agents { agents } => {
+            if agents.is_empty() {
+                println!("no agents");
+            }
+            for s in agents {
+                let extra = if s.state == State::Errored { s.error_kind.clone().unwrap_or_default() } else { summary(s) };
+                let task: String = s.task.lines().next().unwrap_or("").chars().take(50).collect();
+                println!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
+            }
+        }
+        Output::Diff(d) => print!("{}", d.text),
+        Output::Accepted(r) => {
+            println!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
+            if !r.forced.is_empty() {
+                eprintln!("cairn: warning: --force overwrote changes to {}", r.forced.join(", "));
+            }
+        }
+        Output::Undone(r) => println!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
+        Output::Preview(m) => println!("{}", m.path.display()),
+        Output::Check(c) => return render_check(c, false),
+        Output::Gc(r) => println!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
+    }
+    0
+}
+
+fn render_status(s: &Status) {
+    println!("agent     {}", s.id);
+    println!("state     {}", s.state);
+    println!("task      {}", s.task.lines().next().unwrap_or(""));
+    println!("provider  {}  priority {}", s.provider, s.priority);
+    println!("created   {}  changed {}", s.created_at, s.state_changed_at);
+    if !summary(s).is_empty() {
+        println!("summary   {}", summary(s));
+    }
+    if let Some(e) = &s.error {
+        println!("error     ({}) {}", s.error_kind.as_deref().unwrap_or("error"), e);
+    }
+    for c in &s.changes {
+        println!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.path);
+    }
+}
+
+/// `cairn up`: workers, the watcher and signal polling until SIGINT or SIGTERM.
+fn up(project: &Project) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
+    }
+    for (id, state) in crate::orchestrator::recover(project)? {
+        eprintln!("cairn: agent {id} {state} after an interrupted run");
+    }
+    let mut watcher = crate::watcher::Watcher::start(project)?;
+    let watch_stop = Arc::clone(&stop);
+    let watch_thread = std::thread::spawn(move || {
+        while !watch_stop.load(Ordering::Relaxed) {
+            if let Err(e) = watcher.pump(std::time::Duration::from_millis(200)) {
+                tracing::warn!("watcher: {e}");
+            }
+        }
+    });
+    eprintln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
+    let polling = project.config.orchestrator.signal_polling;
+    let mut tick = || {
+        if polling {
+            for h in crate::signals::poll(project) {
+                match h.outcome {
+                    Ok(_) => tracing::info!("signal {} done", h.name),
+                    Err(e) => eprintln!("cairn: signal {} failed: {e}", h.name),
+                }
+            }
+        }
+    };
+    let stop_flag = Arc::clone(&stop);
+    let result = crate::orchestrator::serve(project, &move || stop_flag.load(Ordering::Relaxed), &mut tick);
+    stop.store(true, Ordering::Relaxed);
+    let _ = watch_thread.join();
+    result
+}

@@ -1,0 +1,288 @@
+//! Configuration: one schema ([`SCHEMA`]) drives defaults, layering, validation, environment
+//! overrides and the drift check against `doc/cairn.txt`.
+//!
+//! Layers, later wins: built-in defaults, `$CAIRN_HOME/config.toml`, `<project>/.cairn.toml`,
+//! `CAIRN_<SECTION>_<KEY>` environment variables, then flags (applied by the caller on the
+//! returned [`Config`]). Unknown keys warn, naming the key; bad values are errors naming the key.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use toml::{Table, Value};
+
+/// The type of a config value, for validation and for parsing environment overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Int { min: i64 },
+    Float,
+    Str,
+    StrList,
+    Choice(&'static [&'static str]),
+}
+
+/// One documented config key.
+pub struct KeyDef {
+    pub section: &'static str,
+    pub key: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+macro_rules! keys {
+    ($( $section:literal $key:literal $kind:expr, $default:literal, $doc:literal; )*) => {
+        /// Every config key cairn knows, with its type, default (TOML syntax) and description.
+        pub const SCHEMA: &[KeyDef] = &[ $( KeyDef { section: $section, key: $key, kind: $kind, default: $default, doc: $doc }, )* ];
+    };
+}
+
+keys! {
+    "orchestrator" "max_concurrent_agents" Kind::Int { min: 1 }, "5", "How many agents may execute at once, across every cairn process of the project.";
+    "orchestrator" "signal_polling" Kind::Bool, "true", "Whether `cairn up` and the Neovim host take signal files from $CAIRN_HOME/signals/.";
+    "orchestrator" "poll_interval_ms" Kind::Int { min: 10 }, "250", "How often the queue and the signal directory are polled, in milliseconds.";
+    "sandbox" "timeout_seconds" Kind::Int { min: 1 }, "60", "Wall-clock limit of one agent run; the sandbox process is killed at the limit.";
+    "sandbox" "max_memory_mb" Kind::Int { min: 16 }, "100", "Memory available to the agent's script, in MiB.";
+    "sandbox" "max_recursion" Kind::Int { min: 50 }, "1000", "Python recursion limit inside the sandbox.";
+    "sandbox" "max_log_bytes" Kind::Int { min: 1024 }, "1048576", "Bound on log() output and on the size of the run's result, in bytes.";
+    "sandbox" "max_write_bytes" Kind::Int { min: 1 }, "52428800", "Total bytes an agent may write through write_file in one run.";
+    "sandbox" "max_files_written" Kind::Int { min: 1 }, "10000", "Number of distinct files an agent may write or delete in one run.";
+    "llm" "endpoint" Kind::Str, "\"\"", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).";
+    "llm" "model" Kind::Str, "\"\"", "Model name sent with every completion request.";
+    "llm" "api_key_env" Kind::Str, "\"OPENAI_API_KEY\"", "Name of the environment variable holding the API key (sent as a Bearer token when set).";
+    "llm" "command" Kind::StrList, "[]", "Alternative to endpoint: argv of a command that reads the prompt on stdin and prints the reply.";
+    "llm" "temperature" Kind::Float, "0.2", "Sampling temperature.";
+    "llm" "max_tokens" Kind::Int { min: 1 }, "2000", "Maximum tokens of one completion.";
+    "llm" "timeout_seconds" Kind::Int { min: 1 }, "120", "Timeout of one LLM request.";
+    "gc" "max_age_hours" Kind::Int { min: 0 }, "168", "Terminal agents older than this are removed by `cairn gc`.";
+    "gc" "keep_latest" Kind::Int { min: 0 }, "3", "The newest terminal agents kept by `cairn gc` whatever their age.";
+    "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
+    "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
+    "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
+    "jj" "enabled" Kind::Bool, "false", "Reserved for jj integration; currently only recorded.";
+    "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
+    "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
+    "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
+}
+
+/// `[orchestrator]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Orchestrator {
+    pub max_concurrent_agents: u32,
+    pub signal_polling: bool,
+    pub poll_interval_ms: u64,
+}
+
+/// `[sandbox]`: the bounds of one agent run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sandbox {
+    pub timeout_seconds: u64,
+    pub max_memory_mb: u64,
+    pub max_recursion: u64,
+    pub max_log_bytes: u64,
+    pub max_write_bytes: u64,
+    pub max_files_written: u64,
+}
+
+/// `[llm]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Llm {
+    pub endpoint: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub command: Vec<String>,
+    pub temperature: f64,
+    pub max_tokens: u64,
+    pub timeout_seconds: u64,
+}
+
+/// `[gc]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Gc {
+    pub max_age_hours: u64,
+    pub keep_latest: u64,
+    pub max_workspaces: u64,
+}
+
+/// `[tmux]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tmux {
+    pub split: String,
+    pub size: String,
+}
+
+/// `[jj]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Jj {
+    pub enabled: bool,
+}
+
+/// `[ui]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ui {
+    pub ghost_text: bool,
+    pub auto_reload: bool,
+    pub keymaps: bool,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    pub orchestrator: Orchestrator,
+    pub sandbox: Sandbox,
+    pub llm: Llm,
+    pub gc: Gc,
+    pub tmux: Tmux,
+    pub jj: Jj,
+    pub ui: Ui,
+}
+
+/// A loaded configuration and the warnings met on the way (unknown keys).
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The schema defaults are literals checked by a unit test; they always parse.
+        from_table(defaults_table()).unwrap_or_else(|e| unreachable!("schema defaults invalid: {e}"))
+    }
+}
+
+fn defaults_table() -> Table {
+    let mut root = Table::new();
+    for def in SCHEMA {
+        let value: Value = toml::from_str::<Table>(&format!("v = {}", def.default))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(Value::String(String::new()));
+        section_mut(&mut root, def.section).insert(def.key.to_string(), value);
+    }
+    root
+}
+
+fn section_mut<'t>(root: &'t mut Table, section: &str) -> &'t mut Table {
+    let entry = root.entry(section.to_string()).or_insert_with(|| Value::Table(Table::new()));
+    if !entry.is_table() {
+        *entry = Value::Table(Table::new());
+    }
+    match entry {
+        Value::Table(t) => t,
+        _ => unreachable!(),
+    }
+}
+
+fn from_table(table: Table) -> Result<Config> {
+    Value::Table(table).try_into().map_err(|e: toml::de::Error| Error::Config(e.to_string()))
+}
+
+fn find(section: &str, key: &str) -> Option<&'static KeyDef> {
+    SCHEMA.iter().find(|d| d.section == section && d.key == key)
+}
+
+/// Checks a value against its key's type, converting integers to floats where a float is due.
+fn check_value(def: &KeyDef, value: Value, origin: &str) -> Result<Value> {
+    let name = format!("{}.{}", def.section, def.key);
+    let bad = |want: &str, v: &Value| Error::Config(format!("{name} (from {origin}): expected {want}, got {}", v));
+    match (def.kind, value) {
+        (Kind::Bool, v @ Value::Boolean(_)) => Ok(v),
+        (Kind::Int { min }, Value::Integer(i)) if i >= min => Ok(Value::Integer(i)),
+        (Kind::Int { min }, v) => Err(bad(&format!("an integer >= {min}"), &v)),
+        (Kind::Float, Value::Integer(i)) => Ok(Value::Float(i as f64)),
+        (Kind::Float, v @ Value::Float(_)) => Ok(v),
+        (Kind::Str, v @ Value::String(_)) => Ok(v),
+        (Kind::StrList, Value::Array(items)) if items.iter().all(Value::is_str) => Ok(Value::Array(items)),
+        (Kind::Choice(choices), Value::String(s)) if choices.contains(&s.as_str()) => Ok(Value::String(s)),
+        (Kind::Choice(choices), v) => Err(bad(&format!("one of {}", choices.join(", ")), &v)),
+        (Kind::Bool, v) => Err(bad("true or false", &v)),
+        (Kind::Float, v) => Err(bad("a number", &v)),
+        (Kind::Str, v) => Err(bad("a string", &v)),
+        (Kind::StrList, v) => Err(bad("a list of strings", &v)),
+    }
+}
+
+/// Merges one parsed layer into `into`, validating every key and collecting unknown ones.
+fn merge_layer(into: &mut Table, layer: Table, origin: &str, warnings: &mut Vec<String>) -> Result<()> {
+    for (section, body) in layer {
+        let Value::Table(body) = body else {
+            warnings.push(format!("unknown config key '{section}' in {origin} (expected a [section])"));
+            continue;
+        };
+        for (key, value) in body {
+            match find(&section, &key) {
+                Some(def) => {
+                    let value = check_value(def, value, origin)?;
+                    section_mut(into, &section).insert(key, value);
+                }
+                None => warnings.push(format!("unknown config key '{section}.{key}' in {origin}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses an environment override according to the key's type.
+fn parse_env(def: &KeyDef, raw: &str, var: &str) -> Result<Value> {
+    let bad = |want: &str| Error::Config(format!("{}.{} (from ${var}): expected {want}, got {raw:?}", def.section, def.key));
+    let value = match def.kind {
+        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Value::Boolean(true),
+            "0" | "false" | "no" | "off" => Value::Boolean(false),
+            _ => return Err(bad("true or false")),
+        },
+        Kind::Int { .. } => Value::Integer(raw.trim().parse().map_err(|_| bad("an integer"))?),
+        Kind::Float => Value::Float(raw.trim().parse().map_err(|_| bad("a number"))?),
+        Kind::Str | Kind::Choice(_) => Value::String(raw.to_string()),
+        Kind::StrList => match serde_json::from_str::<Vec<String>>(raw) {
+            Ok(list) => Value::Array(list.into_iter().map(Value::String).collect()),
+            Err(_) => Value::Array(raw.split_whitespace().map(|s| Value::String(s.to_string())).collect()),
+        },
+    };
+    check_value(def, value, &format!("${var}"))
+}
+
+/// Loads the layered configuration. `env` looks up environment variables (the library never
+/// reads the process environment itself).
+pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded> {
+    let mut table = defaults_table();
+    let mut warnings = Vec::new();
+    let mut files = vec![cairn_home.join("config.toml")];
+    if let Some(root) = project_root {
+        files.push(root.join(".cairn.toml"));
+    }
+    for file in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&file, e)),
+        };
+        let origin = file.display().to_string();
+        let layer: Table = toml::from_str(&text).map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+        merge_layer(&mut table, layer, &origin, &mut warnings)?;
+    }
+    for def in SCHEMA {
+        let var = format!("CAIRN_{}_{}", def.section.to_uppercase(), def.key.to_uppercase());
+        if let Some(raw) = env(&var) {
+            let value = parse_env(def, &raw, &var)?;
+            section_mut(&mut table, def.section).insert(def.key.to_string(), value);
+        }
+    }
+    Ok(Loaded { config: from_table(table)?, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_spec() {
+        let c = Config::default();
+        assert_eq!(c.orchestrator.max_concurrent_agents, 5);
+        assert_eq!(c.sandbox.max_write_bytes, 52_428_800);
+        assert_eq!(c.llm.api_key_env, "OPENAI_API_KEY");
+        assert!((c.llm.temperature - 0.2).abs() < 1e-9);
+        assert_eq!(c.tmux.split, "horizontal");
+        assert!(c.ui.keymaps && !c.jj.enabled);
+    }
+}

@@ -1,0 +1,17 @@
+//! Logging: `tracing` to `$CAIRN_HOME/logs/cairn.log`, never to stdout (which is the RPC pipe
+//! of `cairn nvim`). `CAIRN_LOG` sets the filter (e.g. `cairn=debug`); `-v` means debug.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Installs the file logger. Failing to open the log is not an error: cairn runs without it.
+pub fn init(home: &Path, verbose: bool) {
+    let dir = home.join("logs");
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("cairn.log")) else { return };
+    let default = if verbose { "debug" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(file)).try_init();
+}

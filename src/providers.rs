@@ -1,0 +1,52 @@
+//! Code providers (SPEC §5): turn a task reference into agent code. `file` reads a `.pym`
+//! (suffix optional, relative to the project), `inline` takes the reference as the code, and
+//! `llm` asks the configured model.
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use std::path::PathBuf;
+
+/// The providers cairn knows.
+pub const PROVIDERS: &[&str] = &["file", "inline", "llm"];
+
+/// Checks a provider name.
+pub fn validate(name: &str) -> Result<()> {
+    if PROVIDERS.contains(&name) {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!("unknown provider '{name}' (expected one of: {})", PROVIDERS.join(", "))))
+    }
+}
+
+/// The provider used when none is named: `file` for a reference that names a script,
+/// `llm` for other text when an LLM is configured, `file` otherwise (which then explains).
+pub fn default_for(project: &Project, reference: &str) -> &'static str {
+    let llm_configured = !project.config.llm.endpoint.is_empty() || !project.config.llm.command.is_empty();
+    if reference.ends_with(".pym") || resolve_file(project, reference).is_some() || !llm_configured {
+        "file"
+    } else {
+        "llm"
+    }
+}
+
+fn resolve_file(project: &Project, reference: &str) -> Option<PathBuf> {
+    let base = PathBuf::from(reference);
+    let base = if base.is_absolute() { base } else { project.root.join(base) };
+    let with_suffix = PathBuf::from(format!("{}.pym", base.display()));
+    [base, with_suffix].into_iter().find(|p| p.is_file())
+}
+
+/// Produces the code of an agent. `on_generating` is called before a slow provider starts.
+pub fn get_code(project: &Project, provider: &str, reference: &str) -> Result<String> {
+    let fail = |message: String| Error::Provider { provider: provider.to_string(), message };
+    match provider {
+        "file" => {
+            let path = resolve_file(project, reference)
+                .ok_or_else(|| fail(format!("no script '{reference}' (looked for it and {reference}.pym under {})", project.root.display())))?;
+            std::fs::read_to_string(&path).map_err(|e| fail(format!("{}: {e}", path.display())))
+        }
+        "inline" => Ok(reference.to_string()),
+        "llm" => crate::llm::generate_code(project, reference),
+        other => Err(Error::Usage(format!("unknown provider '{other}'"))),
+    }
+}

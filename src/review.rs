@@ -1,0 +1,337 @@
+//! Review of a proposal (SPEC §6): the diff, accept (stale-base refusal, atomic journaled
+//! writes, crash-resumable), reject and undo.
+//!
+//! Accept is a small write-ahead protocol: (1) check every changed path's base against the
+//! project; (2) write the journal (old content, old and new hashes) to `bin.db` and mark the
+//! accept pending, in one transaction; (3) replace each file atomically; (4) update
+//! `stable.db`; (5) mark the agent accepted and archive its overlay. A crash anywhere leaves
+//! each file wholly old or wholly new, and running accept again finishes from the journal.
+
+use crate::error::{Error, Result};
+use crate::lifecycle::State;
+use crate::project::Project;
+use crate::store::bin::{AgentRecord, JournalEntry, TransitionExtra};
+use crate::store::overlay::{Change, Overlay};
+use crate::store::{fsx, hash_bytes, Hash};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// How a path changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One changed path of a proposal, with old and new content.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileChange {
+    pub path: String,
+    pub kind: ChangeKind,
+    pub binary: bool,
+    #[serde(skip)]
+    pub old: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub new: Option<Vec<u8>>,
+    pub old_mode: Option<u32>,
+    pub new_mode: Option<u32>,
+}
+
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
+}
+
+/// The changes of agent `id`: against the current project for a live proposal, against the
+/// journaled old content for an accepted one.
+pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
+    let Some(overlay) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
+    let rec = project.bin()?.get(id)?;
+    let journal = if rec.state == State::Accepted { project.bin()?.journal(id)? } else { Vec::new() };
+    let mut out = Vec::new();
+    for c in overlay.changes()? {
+        let (old, old_mode) = match journal.iter().find(|j| j.path == c.path) {
+            Some(j) => (j.old_content.clone(), j.old.map(|o| o.1)),
+            None => match fsx::read(&project.root, &c.path)? {
+                Some((bytes, mode)) => (Some(bytes), Some(mode)),
+                None => (None, None),
+            },
+        };
+        let (new, new_mode) = match c.change {
+            Change::Write { content, mode, .. } => (Some(content), Some(mode)),
+            Change::Delete => (None, None),
+        };
+        let kind = match (&old, &new) {
+            (None, Some(_)) => ChangeKind::Added,
+            (Some(_), None) => ChangeKind::Deleted,
+            _ => ChangeKind::Modified,
+        };
+        if kind == ChangeKind::Modified && old == new && old_mode == new_mode {
+            continue;
+        }
+        let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
+        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode });
+    }
+    Ok(out)
+}
+
+/// Renders changes as a git-style unified diff.
+pub fn unified(changes: &[FileChange]) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let _ = writeln!(out, "diff --git a/{0} b/{0}", c.path);
+        match c.kind {
+            ChangeKind::Added => {
+                let _ = writeln!(out, "new file mode 100{:o}", c.new_mode.unwrap_or(0o644));
+            }
+            ChangeKind::Deleted => {
+                let _ = writeln!(out, "deleted file mode 100{:o}", c.old_mode.unwrap_or(0o644));
+            }
+            ChangeKind::Modified if c.old_mode != c.new_mode => {
+                let _ = writeln!(out, "old mode 100{:o}\nnew mode 100{:o}", c.old_mode.unwrap_or(0), c.new_mode.unwrap_or(0));
+            }
+            ChangeKind::Modified => {}
+        }
+        let a = if c.old.is_some() { format!("a/{}", c.path) } else { "/dev/null".into() };
+        let b = if c.new.is_some() { format!("b/{}", c.path) } else { "/dev/null".into() };
+        if c.binary {
+            let _ = writeln!(out, "Binary files {a} and {b} differ");
+            continue;
+        }
+        let old = String::from_utf8_lossy(c.old.as_deref().unwrap_or_default());
+        let new = String::from_utf8_lossy(c.new.as_deref().unwrap_or_default());
+        if old == new {
+            continue;
+        }
+        let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
+        let _ = write!(out, "{}", diff.unified_diff().context_radius(3).header(&a, &b));
+    }
+    out
+}
+
+/// `--stat` rendering: one line per file with added/removed line counts.
+pub fn stat(changes: &[FileChange]) -> String {
+    let mut out = String::new();
+    let (mut adds, mut dels) = (0, 0);
+    for c in changes {
+        if c.binary {
+            let _ = writeln!(out, " {} | Bin", c.path);
+            continue;
+        }
+        let old = String::from_utf8_lossy(c.old.as_deref().unwrap_or_default()).into_owned();
+        let new = String::from_utf8_lossy(c.new.as_deref().unwrap_or_default()).into_owned();
+        let diff = similar::TextDiff::from_lines(&old, &new);
+        let (mut a, mut d) = (0, 0);
+        for op in diff.iter_all_changes() {
+            match op.tag() {
+                similar::ChangeTag::Insert => a += 1,
+                similar::ChangeTag::Delete => d += 1,
+                similar::ChangeTag::Equal => {}
+            }
+        }
+        adds += a;
+        dels += d;
+        let _ = writeln!(out, " {} | {} {}{}", c.path, a + d, "+".repeat(a.min(40)), "-".repeat(d.min(40)));
+    }
+    let _ = writeln!(out, " {} file{} changed, {adds} insertion(s)(+), {dels} deletion(s)(-)", changes.len(), if changes.len() == 1 { "" } else { "s" });
+    out
+}
+
+/// What an accept did.
+#[derive(Debug, Clone, Serialize)]
+pub struct AcceptReport {
+    pub id: String,
+    pub written: Vec<String>,
+    pub deleted: Vec<String>,
+    /// Paths whose stale base `--force` overrode.
+    pub forced: Vec<String>,
+    /// True when this call finished an accept a crash had interrupted.
+    pub resumed: bool,
+}
+
+fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32, Vec<u8>)>> {
+    Ok(fsx::read(&project.root, rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode, bytes)))
+}
+
+/// Refuses paths whose parent chain passes through a symlink or a non-directory: accept never
+/// writes through them, whatever was there when the agent ran.
+fn check_writable(project: &Project, rel: &str) -> Result<()> {
+    let parent = crate::paths::parent(rel);
+    match fsx::open_dir(&project.root, parent, false) {
+        Ok(_) => Ok(()),
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
+            // Missing directories are created, but none of the existing ancestors may be a link.
+            let mut dir = String::new();
+            for comp in parent.split('/') {
+                if !dir.is_empty() {
+                    dir.push('/');
+                }
+                dir.push_str(comp);
+                match std::fs::symlink_metadata(project.root.join(&dir)) {
+                    Ok(md) if md.is_dir() => continue,
+                    Ok(_) => return Err(Error::InvalidPath(rel.to_string())),
+                    Err(_) => return Ok(()),
+                }
+            }
+            Ok(())
+        }
+        Err(_) => Err(Error::InvalidPath(rel.to_string())),
+    }
+}
+
+/// Accepts agent `id`: applies its changes to the working tree and `stable.db`.
+pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> {
+    let mut bin = project.bin()?;
+    let rec = bin.get(id)?;
+    if rec.accept_pending {
+        return resume_accept(project, &rec, force);
+    }
+    if rec.state != State::Reviewing {
+        return Err(Error::IllegalTransition {
+            id: id.to_string(),
+            from: rec.state.to_string(),
+            action: "accept (only reviewing agents can be accepted)".into(),
+        });
+    }
+    let overlay = project.existing_overlay(id)?.ok_or_else(|| Error::Sandbox(format!("overlay of agent {id} is missing")))?;
+    let changed = overlay.changes()?;
+    let mut stale = Vec::new();
+    let mut journal = Vec::with_capacity(changed.len());
+    for c in &changed {
+        if crate::paths::normalize(&c.path, &project.root)? != c.path || crate::paths::has_skipped_component(&c.path) {
+            return Err(Error::InvalidPath(c.path.clone()));
+        }
+        check_writable(project, &c.path)?;
+        let cur = current(project, &c.path)?;
+        if cur.as_ref().map(|c| c.0) != c.base {
+            stale.push(c.path.clone());
+        }
+        let new = match &c.change {
+            Change::Write { mode, hash, .. } => Some((*hash, *mode)),
+            Change::Delete => None,
+        };
+        let (old, old_content) = match cur {
+            Some((h, m, bytes)) => (Some((h, m)), Some(bytes)),
+            None => (None, None),
+        };
+        journal.push(JournalEntry { path: c.path.clone(), old, old_content, new });
+    }
+    if !stale.is_empty() && !force {
+        return Err(Error::StaleBase { id: id.to_string(), paths: stale });
+    }
+    bin.begin_accept(id, &journal)?;
+    let mut report = apply(project, &overlay, &journal, &mut bin, id)?;
+    report.forced = stale;
+    Ok(report)
+}
+
+/// Finishes an accept that a crash interrupted, from its journal.
+fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<AcceptReport> {
+    let mut bin = project.bin()?;
+    let journal = bin.journal(&rec.id)?;
+    let overlay = project.existing_overlay(&rec.id)?.ok_or_else(|| Error::Sandbox(format!("overlay of agent {} is missing", rec.id)))?;
+    let mut conflicts = Vec::new();
+    for j in &journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+            conflicts.push(j.path.clone());
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
+    }
+    let mut report = apply(project, &overlay, &journal, &mut bin, &rec.id)?;
+    report.resumed = true;
+    report.forced = conflicts;
+    Ok(report)
+}
+
+fn apply(project: &Project, overlay: &Overlay, journal: &[JournalEntry], bin: &mut crate::store::bin::Bin, id: &str) -> Result<AcceptReport> {
+    let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
+    let mut touched = Vec::with_capacity(journal.len());
+    for j in journal {
+        fsx::remove_temp(&project.root, &j.path)?;
+        let cur = current(project, &j.path)?.map(|c| (c.0, c.1));
+        match j.new {
+            Some((hash, mode)) => {
+                if cur != Some((hash, mode)) {
+                    let (content, _) = overlay
+                        .get(&j.path)?
+                        .flatten()
+                        .ok_or_else(|| Error::Sandbox(format!("overlay of agent {id} lost {}", j.path)))?;
+                    fsx::write_atomic(&project.root, &j.path, &content, mode)?;
+                }
+                report.written.push(j.path.clone());
+            }
+            None => {
+                if cur.is_some() {
+                    fsx::remove(&project.root, &j.path)?;
+                }
+                report.deleted.push(j.path.clone());
+            }
+        }
+        touched.push(j.path.clone());
+    }
+    crate::sync::refresh(project, &touched)?;
+    let summary = format!("accepted: {} written, {} deleted", report.written.len(), report.deleted.len());
+    bin.finish_accept(id, &summary)?;
+    project.archive_overlay(id)?;
+    Ok(report)
+}
+
+/// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
+/// changes.
+pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
+    let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
+    project.archive_overlay(id)?;
+    Ok(rec)
+}
+
+/// What an undo restored.
+#[derive(Debug, Clone, Serialize)]
+pub struct UndoReport {
+    pub id: String,
+    pub restored: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Restores what accepting `id` changed, refusing paths edited since.
+pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
+    let mut bin = project.bin()?;
+    let rec = bin.get(id)?;
+    if rec.state != State::Accepted || rec.undone {
+        let from = if rec.undone { "accepted and already undone".to_string() } else { rec.state.to_string() };
+        return Err(Error::IllegalTransition { id: id.to_string(), from, action: "undo (only accepted agents can be undone)".into() });
+    }
+    let journal = bin.journal(id)?;
+    let mut edited = Vec::new();
+    for j in &journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        // Already restored (an interrupted undo) or still as accepted: both fine.
+        if cur != j.new.map(|n| n.0) && cur != j.old.map(|o| o.0) {
+            edited.push(j.path.clone());
+        }
+    }
+    if !edited.is_empty() {
+        return Err(Error::EditedSinceAccept { id: id.to_string(), paths: edited });
+    }
+    let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
+    let mut touched = Vec::new();
+    for j in &journal {
+        match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => {
+                fsx::write_atomic(&project.root, &j.path, content, *mode)?;
+                report.restored.push(j.path.clone());
+            }
+            _ => {
+                fsx::remove(&project.root, &j.path)?;
+                report.removed.push(j.path.clone());
+            }
+        }
+        touched.push(j.path.clone());
+    }
+    crate::sync::refresh(project, &touched)?;
+    bin.mark_undone(id)?;
+    Ok(report)
+}

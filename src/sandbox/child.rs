@@ -1,0 +1,257 @@
+//! The interpreter side of the sandbox, running in the child process (`cairn __sandbox`).
+//!
+//! Reads one [`Start`] line, builds a rustpython-vm interpreter without the standard library
+//! and without host access, installs the externals (each one a blocking call over the pipe),
+//! the `grail` and `typing` modules and a restricted `__import__`, runs the script in
+//! block-expression mode and answers with [`ChildMsg::Done`].
+
+use super::protocol::{ChildMsg, Reply, ScriptError, Start};
+use crate::externals::NAMES;
+use crate::sandbox::script::{FORBIDDEN_BUILTINS, RESULT_NAME};
+use rustpython_vm::builtins::{PyBaseExceptionRef, PyTypeRef};
+use rustpython_vm::compiler::Mode;
+use rustpython_vm::function::{FuncArgs, OptionalArg};
+use rustpython_vm::py_serde::PyObjectSerializer;
+use rustpython_vm::{AsObject, Interpreter, PyObjectRef, PyResult, Settings, VirtualMachine};
+use serde_json::{Map, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::sync::{Mutex, OnceLock};
+
+/// Values for `Input(name)`.
+static INPUTS: OnceLock<Map<String, Value>> = OnceLock::new();
+/// The reply side of the pipe (stdin of the child).
+static REPLIES: Mutex<Option<BufReader<std::io::Stdin>>> = Mutex::new(None);
+
+/// Stack of the interpreter thread: deep Python recursion needs room on the Rust stack.
+const INTERPRETER_STACK: usize = 256 * 1024 * 1024;
+
+fn send(msg: &ChildMsg) {
+    let Ok(mut line) = serde_json::to_string(msg) else { std::process::exit(3) };
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    if out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_err() {
+        // The parent is gone; nothing left to do.
+        std::process::exit(3);
+    }
+}
+
+fn recv() -> Reply {
+    let mut guard = match REPLIES.lock() {
+        Ok(g) => g,
+        Err(_) => std::process::exit(3),
+    };
+    let Some(reader) = guard.as_mut() else { std::process::exit(3) };
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(n) if n > 0 => serde_json::from_str(&line).unwrap_or_else(|_| std::process::exit(3)),
+        _ => std::process::exit(3),
+    }
+}
+
+/// Entry point of `cairn __sandbox`. Returns the process exit code.
+pub fn main() -> i32 {
+    let mut reader = BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return 2;
+    }
+    let Ok(start) = serde_json::from_str::<Start>(&line) else { return 2 };
+    if let Ok(mut g) = REPLIES.lock() {
+        *g = Some(reader);
+    }
+    let _ = INPUTS.set(start.inputs.clone());
+    let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
+        let mut settings = Settings::default();
+        settings.import_site = false;
+        settings.install_signal_handlers = false;
+        let interp = Interpreter::without_stdlib(settings);
+        interp.enter(|vm| run(vm, &start))
+    });
+    let done = match worker.map(|h| h.join()) {
+        Ok(Ok(msg)) => msg,
+        _ => ChildMsg::Done {
+            result: None,
+            error: Some(ScriptError { kind: "exception".into(), message: "the interpreter crashed".into() }),
+        },
+    };
+    send(&done);
+    0
+}
+
+fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
+    let fail = |kind: &str, message: String| ChildMsg::Done { result: None, error: Some(ScriptError { kind: kind.into(), message }) };
+    if let Err(e) = install(vm) {
+        return fail("exception", format!("sandbox setup failed: {}", exception_text(vm, &e)));
+    }
+    vm.recursion_limit.set(start.max_recursion as usize);
+    let code = match vm.compile(&start.source, Mode::Exec, start.filename.clone()) {
+        Ok(code) => code,
+        Err(e) => return fail("syntax", format!("{}: {e}", start.filename)),
+    };
+    let scope = vm.new_scope_with_builtins();
+    match vm.run_code_obj(code, scope.clone()) {
+        Ok(_) => {
+            let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {
+                Ok(Some(obj)) => to_json(vm, &obj).unwrap_or_else(|| repr(vm, &obj)),
+                _ => Value::Null,
+            };
+            ChildMsg::Done { result: Some(result), error: None }
+        }
+        Err(exc) => {
+            let kind = if exc.class().is(vm.ctx.exceptions.recursion_error) {
+                "recursion"
+            } else if exc.class().is(vm.ctx.exceptions.memory_error) {
+                "memory"
+            } else {
+                "exception"
+            };
+            fail(kind, exception_text(vm, &exc))
+        }
+    }
+}
+
+fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+    let mut text = String::new();
+    if vm.write_exception(&mut text, exc).is_err() || text.is_empty() {
+        text = format!("{}", exc.class().name());
+    }
+    text.trim_end().to_string()
+}
+
+fn to_json(vm: &VirtualMachine, obj: &PyObjectRef) -> Option<Value> {
+    serde_json::to_value(PyObjectSerializer::new(vm, obj)).ok()
+}
+
+fn repr(vm: &VirtualMachine, obj: &PyObjectRef) -> Value {
+    obj.repr(vm).map(|s| Value::String(s.to_string())).unwrap_or(Value::Null)
+}
+
+fn exception_type(vm: &VirtualMachine, name: &str) -> PyTypeRef {
+    let e = &vm.ctx.exceptions;
+    match name {
+        "ValueError" => e.value_error,
+        "FileNotFoundError" => e.file_not_found_error,
+        "IsADirectoryError" => e.is_a_directory_error,
+        "NotADirectoryError" => e.not_a_directory_error,
+        "TypeError" => e.type_error,
+        "TimeoutError" => e.timeout_error,
+        "NameError" => e.name_error,
+        "PermissionError" => e.permission_error,
+        "OSError" => e.os_error,
+        _ => e.runtime_error,
+    }
+    .to_owned()
+}
+
+/// Forwards one external call to the parent and turns the reply into a value or an exception.
+fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
+    let mut jargs = Vec::with_capacity(args.args.len());
+    for a in &args.args {
+        jargs.push(to_json(vm, a).ok_or_else(|| vm.new_type_error(format!("{name}(): arguments must be str, int, float, bool, None, list or dict")))?);
+    }
+    let mut kwargs = Map::new();
+    for (k, v) in &args.kwargs {
+        kwargs.insert(k.clone(), to_json(vm, v).ok_or_else(|| vm.new_type_error(format!("{name}(): argument '{k}' is not a plain value")))?);
+    }
+    send(&ChildMsg::Call { name: name.to_string(), args: jargs, kwargs });
+    match recv() {
+        Reply::Ok { ok } => rustpython_vm::py_serde::deserialize(vm, ok).map_err(|e| vm.new_runtime_error(format!("bad reply: {e}"))),
+        Reply::Raise { exc, message } => Err(vm.new_exception_msg(exception_type(vm, &exc), message.into())),
+    }
+}
+
+const TYPING_PRELUDE: &str = r#"
+class _Alias:
+    def __init__(self, name):
+        self.name = name
+    def __getitem__(self, item):
+        return self
+    def __call__(self, *args, **kwargs):
+        return args[0] if args else None
+    def __or__(self, other):
+        return self
+    def __ror__(self, other):
+        return self
+    def __repr__(self):
+        return "typing." + self.name
+for _n in ("Any", "Optional", "List", "Dict", "Tuple", "Set", "FrozenSet", "Union", "Callable", "Iterable",
+           "Iterator", "Sequence", "Mapping", "MutableMapping", "Literal", "Type", "Generator", "Awaitable",
+           "Coroutine", "NoReturn", "Final", "ClassVar", "Annotated", "TypedDict", "NamedTuple", "Protocol"):
+    globals()[_n] = _Alias(_n)
+def cast(typ, value):
+    return value
+def TypeVar(name, *args, **kwargs):
+    return _Alias(name)
+TYPE_CHECKING = False
+"#;
+
+/// Installs the externals, `grail`, `typing`, `print` and the restricted `__import__`, and
+/// removes the forbidden builtins.
+fn install(vm: &VirtualMachine) -> PyResult<()> {
+    let builtins = vm.builtins.clone();
+    let grail_dict = vm.ctx.new_dict();
+    for &name in NAMES {
+        let f: PyObjectRef = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| call_host(vm, name, args)).into();
+        builtins.set_attr(name, f.clone(), vm)?;
+        grail_dict.set_item(name, f, vm)?;
+    }
+    let external: PyObjectRef = vm
+        .new_function("external", |f: PyObjectRef, vm: &VirtualMachine| -> PyResult {
+            let name = f.get_attr("__name__", vm)?.str(vm)?.to_string();
+            if NAMES.contains(&name.as_str()) {
+                vm.builtins.dict().get_item(name.as_str(), vm)
+            } else {
+                Err(vm.new_name_error(format!("'{name}' is not an external function (known: {})", NAMES.join(", ")), vm.ctx.new_str(name)))
+            }
+        })
+        .into();
+    let input: PyObjectRef = vm
+        .new_function("Input", |name: String, default: OptionalArg<PyObjectRef>, vm: &VirtualMachine| -> PyResult {
+            match INPUTS.get().and_then(|m| m.get(&name)) {
+                Some(v) => rustpython_vm::py_serde::deserialize(vm, v.clone()).map_err(|e| vm.new_value_error(e.to_string())),
+                None => Ok(default.unwrap_or_none(vm)),
+            }
+        })
+        .into();
+    builtins.set_attr("external", external.clone(), vm)?;
+    builtins.set_attr("Input", input.clone(), vm)?;
+    grail_dict.set_item("external", external, vm)?;
+    grail_dict.set_item("Input", input, vm)?;
+    let grail: PyObjectRef = vm.new_module("grail", grail_dict, None).into();
+
+    let typing_scope = vm.new_scope_with_builtins();
+    let code = vm
+        .compile(TYPING_PRELUDE, Mode::Exec, "<typing>".to_owned())
+        .map_err(|e| vm.new_runtime_error(format!("typing prelude: {e}")))?;
+    vm.run_code_obj(code, typing_scope.clone())?;
+    let typing: PyObjectRef = vm.new_module("typing", typing_scope.globals.clone(), None).into();
+
+    let import = vm.new_function("__import__", move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let name = args.args.first().map(|n| n.str(vm)).transpose()?.map(|s| s.to_string()).unwrap_or_default();
+        match name.as_str() {
+            "grail" => Ok(grail.clone()),
+            "typing" => Ok(typing.clone()),
+            _ => Err(vm.new_import_error(format!("import of '{name}' is not allowed in agent scripts"), vm.ctx.new_str(name))),
+        }
+    });
+    builtins.set_attr("__import__", import, vm)?;
+
+    let print = vm.new_function("print", |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let sep = match args.kwargs.get("sep") {
+            Some(s) if !vm.is_none(s) => s.str(vm)?.to_string(),
+            _ => " ".to_string(),
+        };
+        let parts = args.args.iter().map(|a| a.str(vm).map(|s| s.to_string())).collect::<PyResult<Vec<_>>>()?;
+        call_host(vm, "log", FuncArgs::from(vec![vm.ctx.new_str(parts.join(&sep)).into()]))?;
+        Ok(vm.ctx.none())
+    });
+    builtins.set_attr("print", print, vm)?;
+
+    let dict = builtins.dict();
+    for name in FORBIDDEN_BUILTINS {
+        if *name != "__import__" && dict.get_item_opt(*name, vm)?.is_some() {
+            dict.del_item(*name, vm)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! Signal files (SPEC §8): a shell drops `$CAIRN_HOME/signals/<name>.json`; the running
+//! orchestrator takes each once, in name order, parses it into a [`Command`] and runs it
+//! through [`command::execute`]. A file that cannot be parsed or whose command fails moves to
+//! `signals/failed/` with `<name>.error.txt` beside it; the orchestrator keeps running.
+
+use crate::command::{self, Command};
+use crate::error::{Error, Result};
+use crate::lifecycle::Priority;
+use crate::project::Project;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The JSON body of a signal file. Every field is optional; the name may supply type and id.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    reference: Option<String>,
+    agent_id: Option<String>,
+    priority: Option<String>,
+    provider: Option<String>,
+    project_root: Option<String>,
+}
+
+/// The result of one signal file.
+#[derive(Debug)]
+pub struct Handled {
+    pub name: String,
+    pub outcome: std::result::Result<command::Output, String>,
+}
+
+/// Signal types and the name prefixes that imply them.
+const TYPES: &[&str] = &["queue", "spawn", "accept", "reject"];
+
+fn fail(name: &str, message: impl Into<String>) -> Error {
+    Error::Signal { name: name.to_string(), message: message.into() }
+}
+
+/// Parses a signal file's name and bytes into a command. `Ok(None)` when the signal names
+/// another project (left for that project's orchestrator).
+pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Option<Command>> {
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let (name_type, name_id) = match stem.split_once('-') {
+        Some((t, rest)) if TYPES.contains(&t) => (Some(t), Some(rest)),
+        _ if TYPES.contains(&stem) => (Some(stem), None),
+        _ => (None, None),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| fail(name, "not UTF-8 text"))?;
+    let body: Body = if text.trim().is_empty() && name_type.is_some() {
+        Body::default()
+    } else {
+        serde_json::from_str(text).map_err(|e| fail(name, format!("invalid JSON: {e}")))?
+    };
+    if let Some(root) = &body.project_root {
+        let same = Path::new(root).canonicalize().map(|r| r == project.root).unwrap_or(false);
+        if !same {
+            return Ok(None);
+        }
+    }
+    let kind = body.kind.as_deref().or(name_type).ok_or_else(|| fail(name, "no \"type\" (queue, spawn, accept or reject)"))?;
+    let id = || -> Result<String> {
+        body.agent_id.clone().or_else(|| name_id.map(str::to_string)).ok_or_else(|| fail(name, format!("{kind} needs \"agent_id\"")))
+    };
+    let reference = || body.reference.clone().filter(|r| !r.trim().is_empty()).ok_or_else(|| fail(name, format!("{kind} needs \"reference\"")));
+    if let Some(p) = &body.provider {
+        crate::providers::validate(p).map_err(|e| fail(name, e.to_string()))?;
+    }
+    Ok(Some(match kind {
+        "queue" => {
+            let priority = match &body.priority {
+                Some(p) => p.parse::<Priority>().map_err(|e| fail(name, e))?,
+                None => Priority::Normal,
+            };
+            Command::Queue { reference: reference()?, provider: body.provider.clone(), priority }
+        }
+        "spawn" => Command::Queue { reference: reference()?, provider: body.provider.clone(), priority: Priority::High },
+        "accept" => Command::Accept { id: id()?, force: false },
+        "reject" => Command::Reject { id: id()? },
+        other => return Err(fail(name, format!("unknown type '{other}' (queue, spawn, accept or reject)"))),
+    }))
+}
+
+/// Pending signal files, in name order (dotfiles and temporary names are not yet dropped).
+fn pending(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".json") && !n.starts_with('.')
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Takes every pending signal once. Never fails as a whole: each file's outcome is returned.
+pub fn poll(project: &Project) -> Vec<Handled> {
+    let dir = project.home.signals();
+    let mut handled = Vec::new();
+    for path in pending(&dir) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        // Claim the file first: a rename succeeds for exactly one orchestrator.
+        let claimed = dir.join(format!(".taken-{}-{name}", std::process::id()));
+        if std::fs::rename(&path, &claimed).is_err() {
+            continue;
+        }
+        let bytes = std::fs::read(&claimed).unwrap_or_default();
+        let outcome = match parse(project, &name, &bytes) {
+            Ok(None) => {
+                // Not ours: put it back for its own project's orchestrator.
+                let _ = std::fs::rename(&claimed, &path);
+                continue;
+            }
+            Ok(Some(cmd)) => command::execute(project, cmd),
+            Err(e) => Err(e),
+        };
+        match &outcome {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&claimed);
+            }
+            Err(e) => {
+                let failed = dir.join("failed");
+                let _ = std::fs::create_dir_all(&failed);
+                let _ = std::fs::rename(&claimed, failed.join(&name));
+                let text = match e.hint() {
+                    Some(h) => format!("{e}\nhint: {h}\n"),
+                    None => format!("{e}\n"),
+                };
+                let _ = std::fs::write(failed.join(format!("{name}.error.txt")), text);
+                tracing::warn!("signal {name} failed: {e}");
+            }
+        }
+        handled.push(Handled { name, outcome: outcome.map_err(|e| e.to_string()) });
+    }
+    handled
+}

@@ -1,0 +1,161 @@
+//! Symlink-safe file system access inside the project root.
+//!
+//! Every path is walked component by component with `openat(O_NOFOLLOW)` from a directory
+//! descriptor of the root, so neither a symlink nor a `..` can lead a read or a write out of the
+//! project, whatever the tree looks like at that instant. Writes are atomic: a temporary file in
+//! the same directory, fsynced, renamed over the target, then the directory fsynced.
+
+use crate::error::{Error, Result};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+fn err(root: &Path, rel: &str, e: rustix::io::Errno) -> Error {
+    Error::io(root.join(rel), std::io::Error::from(e))
+}
+
+fn open_root(root: &Path) -> Result<OwnedFd> {
+    rfs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io(root, e.into()))
+}
+
+/// Opens the directory `rel` (relative, `/`-separated, already normalized) under `root`,
+/// refusing symlinks on the way. With `create`, missing directories are made (mode 0755).
+pub fn open_dir(root: &Path, rel: &str, create: bool) -> Result<OwnedFd> {
+    let mut fd = open_root(root)?;
+    for comp in rel.split('/').filter(|c| !c.is_empty()) {
+        if comp == ".." || comp == "." {
+            return Err(Error::InvalidPath(rel.to_string()));
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let next = match rfs::openat(&fd, comp, flags, Mode::empty()) {
+            Ok(next) => next,
+            Err(rustix::io::Errno::NOENT) if create => {
+                match rfs::mkdirat(&fd, comp, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(err(root, rel, e)),
+                }
+                rfs::openat(&fd, comp, flags, Mode::empty()).map_err(|e| err(root, rel, e))?
+            }
+            Err(e) => return Err(err(root, rel, e)),
+        };
+        fd = next;
+    }
+    Ok(fd)
+}
+
+fn split(rel: &str) -> (&str, &str) {
+    match rel.rfind('/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => ("", rel),
+    }
+}
+
+/// Reads a regular file under the root without following symlinks. `Ok(None)` when it does not
+/// exist (or a parent is missing, not a directory, or a symlink).
+pub fn read(root: &Path, rel: &str) -> Result<Option<(Vec<u8>, u32)>> {
+    let (dir, name) = split(rel);
+    let dfd = match open_dir(root, dir, false) {
+        Ok(d) => d,
+        Err(Error::Io { source, .. }) if is_absent(&source) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let fd = match rfs::openat(&dfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) if matches!(e, rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(err(root, rel, e)),
+    };
+    let st = rfs::fstat(&fd).map_err(|e| err(root, rel, e))?;
+    if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+        return Ok(None);
+    }
+    let mut file = File::from(fd);
+    let mut buf = Vec::with_capacity(st.st_size as usize);
+    file.read_to_end(&mut buf).map_err(|e| Error::io(root.join(rel), e))?;
+    Ok(Some((buf, st.st_mode & 0o7777)))
+}
+
+fn is_absent(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP))
+}
+
+/// The mode of a regular file under the root, `None` when absent (symlinks count as absent).
+pub fn stat_mode(root: &Path, rel: &str) -> Result<Option<u32>> {
+    let (dir, name) = split(rel);
+    let dfd = match open_dir(root, dir, false) {
+        Ok(d) => d,
+        Err(Error::Io { source, .. }) if is_absent(&source) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match rfs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile => Ok(Some(st.st_mode & 0o7777)),
+        Ok(_) => Ok(None),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(err(root, rel, e)),
+    }
+}
+
+/// Atomically replaces (or creates) `rel` with `content` and `mode`: temp file, fsync, rename,
+/// fsync of the directory. Parents are created. A symlink at `rel` is replaced, never followed.
+pub fn write_atomic(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<()> {
+    let (dir, name) = split(rel);
+    if name.is_empty() {
+        return Err(Error::InvalidPath(rel.to_string()));
+    }
+    let dfd = open_dir(root, dir, true)?;
+    let tmp = temp_name(name);
+    let fd = rfs::openat(
+        &dfd,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode & 0o777),
+    )
+    .map_err(|e| err(root, rel, e))?;
+    // The umask may have narrowed the mode; set it exactly.
+    rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
+    let mut file = File::from(fd);
+    let result = file.write_all(content).and_then(|_| file.sync_all());
+    if let Err(e) = result {
+        let _ = rfs::unlinkat(&dfd, tmp.as_str(), AtFlags::empty());
+        return Err(Error::io(root.join(rel), e));
+    }
+    drop(file);
+    rfs::renameat(&dfd, tmp.as_str(), &dfd, name).map_err(|e| err(root, rel, e))?;
+    rfs::fsync(&dfd).map_err(|e| err(root, rel, e))?;
+    Ok(())
+}
+
+/// Removes the file `rel` (not following symlinks; a symlink itself is removed). Absent is fine.
+pub fn remove(root: &Path, rel: &str) -> Result<()> {
+    let (dir, name) = split(rel);
+    let dfd = match open_dir(root, dir, false) {
+        Ok(d) => d,
+        Err(Error::Io { source, .. }) if is_absent(&source) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    match rfs::unlinkat(&dfd, name, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(err(root, rel, e)),
+    }
+    rfs::fsync(dfd.as_fd()).map_err(|e| err(root, rel, e))?;
+    Ok(())
+}
+
+/// The temporary name [`write_atomic`] uses for `name`; deterministic, so that a re-run after a
+/// crash overwrites or removes what a killed writer left.
+pub fn temp_name(name: &str) -> String {
+    format!(".{name}{TEMP_SUFFIX}")
+}
+
+/// Suffix of cairn's temporary files; the watcher and the scanner skip such names.
+pub const TEMP_SUFFIX: &str = ".cairn-tmp";
+
+/// Removes the temporary file a killed [`write_atomic`] of `rel` may have left.
+pub fn remove_temp(root: &Path, rel: &str) -> Result<()> {
+    let (dir, name) = split(rel);
+    remove(root, &if dir.is_empty() { temp_name(name) } else { format!("{dir}/{}", temp_name(name)) })
+}

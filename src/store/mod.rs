@@ -1,0 +1,63 @@
+//! Storage: the three SQLite databases of SPEC §2 and the project file system access that
+//! cannot be fooled by symlinks.
+//!
+//! - [`stable`]: `stable.db`, the index of the project tree (paths, kinds, modes, hashes).
+//! - [`overlay`]: `agent-<id>.db`, one agent's writes, whiteouts, base hashes, KV and audit log.
+//! - [`bin`]: `bin.db`, lifecycle records, events, the accept journal.
+//! - [`fsx`]: symlink-safe reads and atomic writes inside the project root.
+//!
+//! Architecture invariant: only this module writes SQL.
+
+pub mod bin;
+pub mod fsx;
+pub mod overlay;
+pub mod stable;
+
+use crate::error::Result;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// A 32-byte content hash (BLAKE3).
+pub type Hash = [u8; 32];
+
+/// Hashes file content.
+pub fn hash_bytes(bytes: &[u8]) -> Hash {
+    *blake3::hash(bytes).as_bytes()
+}
+
+/// Kind of an entry in a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File = 0,
+    Dir = 1,
+    Symlink = 2,
+    /// A delete recorded in an agent overlay.
+    Whiteout = 3,
+}
+
+impl Kind {
+    pub(crate) fn from_i64(v: i64) -> Kind {
+        match v {
+            1 => Kind::Dir,
+            2 => Kind::Symlink,
+            3 => Kind::Whiteout,
+            _ => Kind::File,
+        }
+    }
+}
+
+/// Opens (creating if needed) a database with the pragmas every cairn database uses: WAL, so
+/// readers never block the writer; a busy timeout, so several cairn processes can share it.
+pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(schema)?;
+    Ok(conn)
+}
+
+/// Converts a stored hash column back into a [`Hash`].
+pub(crate) fn hash_from_blob(blob: Option<Vec<u8>>) -> Option<Hash> {
+    blob.and_then(|b| b.try_into().ok())
+}

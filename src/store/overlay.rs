@@ -1,0 +1,219 @@
+//! `agent-<id>.db`: one agent's copy-on-write layer over the project. Writes hold full content;
+//! deletes are whiteouts; `bases` records what the project held at each path when the agent
+//! first read or wrote it (the stale-base check of accept); `kv` holds the submission and the
+//! run's result; `audit` is the append-only log of external calls.
+
+use super::{hash_bytes, hash_from_blob, Hash, Kind};
+use crate::error::Result;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS entries(
+    path TEXT PRIMARY KEY,
+    kind INTEGER NOT NULL,
+    mode INTEGER NOT NULL,
+    content BLOB,
+    hash BLOB
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bases(
+    path TEXT PRIMARY KEY,
+    hash BLOB,
+    mode INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit(
+    seq INTEGER PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    args TEXT NOT NULL,
+    result TEXT,
+    error TEXT,
+    duration_us INTEGER NOT NULL
+);
+";
+
+/// An agent's view of one path it changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// New or modified content with its mode.
+    Write { content: Vec<u8>, mode: u32, hash: Hash },
+    /// Deleted (whiteout).
+    Delete,
+}
+
+/// One changed path with the base recorded for it.
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub path: String,
+    pub change: Change,
+    /// Hash of the project file when the agent first touched the path; `None` = absent then.
+    pub base: Option<Hash>,
+    /// Mode of the project file then (kept when the agent rewrites it).
+    pub base_mode: Option<u32>,
+}
+
+/// One row of the audit log.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AuditRecord {
+    pub ts_ms: i64,
+    pub name: String,
+    pub args: String,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub duration_us: i64,
+}
+
+/// An open agent overlay.
+pub struct Overlay {
+    conn: Connection,
+}
+
+impl Overlay {
+    /// Opens or creates the overlay at `path`.
+    pub fn open(path: &Path) -> Result<Overlay> {
+        Ok(Overlay { conn: super::open(path, SCHEMA)? })
+    }
+
+    /// The overlay's entry for `path`: `Some(Some(..))` written, `Some(None)` whiteout.
+    pub fn get(&self, path: &str) -> Result<Option<Option<(Vec<u8>, u32)>>> {
+        let mut st = self.conn.prepare_cached("SELECT kind, content, mode FROM entries WHERE path = ?1")?;
+        let found = st
+            .query_row([path], |r| Ok((Kind::from_i64(r.get(0)?), r.get::<_, Option<Vec<u8>>>(1)?, r.get::<_, u32>(2)?)))
+            .optional()?;
+        Ok(found.map(|(kind, content, mode)| match kind {
+            Kind::Whiteout => None,
+            _ => Some((content.unwrap_or_default(), mode)),
+        }))
+    }
+
+    /// Paths with an overlay entry: `(path, is_whiteout)`, ordered.
+    pub fn paths(&self) -> Result<Vec<(String, bool)>> {
+        let mut st = self.conn.prepare_cached("SELECT path, kind FROM entries ORDER BY path")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, Kind::from_i64(r.get(1)?) == Kind::Whiteout)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Has the agent recorded a base for `path` yet?
+    pub fn has_base(&self, path: &str) -> Result<bool> {
+        let mut st = self.conn.prepare_cached("SELECT 1 FROM bases WHERE path = ?1")?;
+        Ok(st.exists([path])?)
+    }
+
+    /// Records the project's state at `path` the first time the agent touches it (later calls
+    /// keep the first record).
+    pub fn record_base(&self, path: &str, base: Option<(Hash, u32)>) -> Result<()> {
+        let mut st = self.conn.prepare_cached("INSERT OR IGNORE INTO bases(path, hash, mode) VALUES (?1, ?2, ?3)")?;
+        st.execute(params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1)])?;
+        Ok(())
+    }
+
+    /// Writes `content` at `path`.
+    pub fn write(&self, path: &str, content: &[u8], mode: u32) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO entries(path, kind, mode, content, hash) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+        st.execute(params![path, Kind::File as i64, mode, content, hash_bytes(content).to_vec()])?;
+        Ok(())
+    }
+
+    /// Records a delete of `path`.
+    pub fn whiteout(&self, path: &str) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO entries(path, kind, mode, content, hash) VALUES (?1, ?2, 0, NULL, NULL)")?;
+        st.execute(params![path, Kind::Whiteout as i64])?;
+        Ok(())
+    }
+
+    /// Drops the overlay entry of `path` (the path shows the project's version again).
+    pub fn forget(&self, path: &str) -> Result<()> {
+        self.conn.execute("DELETE FROM entries WHERE path = ?1", [path])?;
+        Ok(())
+    }
+
+    /// Every changed path with its base, ordered by path.
+    pub fn changes(&self) -> Result<Vec<Changed>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode
+             FROM entries e LEFT JOIN bases b ON b.path = e.path ORDER BY e.path",
+        )?;
+        let rows = st.query_map([], |r| {
+            let kind = Kind::from_i64(r.get(1)?);
+            let change = if kind == Kind::Whiteout {
+                Change::Delete
+            } else {
+                let content: Vec<u8> = r.get::<_, Option<Vec<u8>>>(3)?.unwrap_or_default();
+                let hash = hash_from_blob(r.get(4)?).unwrap_or_else(|| hash_bytes(&content));
+                Change::Write { content, mode: r.get(2)?, hash }
+            };
+            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)? })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Total bytes and number of distinct paths written or deleted so far.
+    pub fn usage(&self) -> Result<(u64, u64)> {
+        Ok(self.conn.query_row("SELECT coalesce(sum(length(content)), 0), count(*) FROM entries", [], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        })?)
+    }
+
+    /// Reads a KV value.
+    pub fn kv_get(&self, key: &str) -> Result<Option<String>> {
+        let mut st = self.conn.prepare_cached("SELECT value FROM kv WHERE key = ?1")?;
+        Ok(st.query_row([key], |r| r.get(0)).optional()?)
+    }
+
+    /// Sets a KV value.
+    pub fn kv_set(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?1, ?2)", [key, value])?;
+        Ok(())
+    }
+
+    /// Appends one external call to the audit log.
+    pub fn audit(&self, rec: &AuditRecord) -> Result<()> {
+        let mut st = self.conn.prepare_cached(
+            "INSERT INTO audit(ts_ms, name, args, result, error, duration_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        st.execute(params![rec.ts_ms, rec.name, rec.args, rec.result, rec.error, rec.duration_us])?;
+        Ok(())
+    }
+
+    /// The whole audit log, oldest first.
+    pub fn audit_log(&self) -> Result<Vec<AuditRecord>> {
+        let mut st = self.conn.prepare_cached("SELECT ts_ms, name, args, result, error, duration_us FROM audit ORDER BY seq")?;
+        let rows = st.query_map([], |r| {
+            Ok(AuditRecord {
+                ts_ms: r.get(0)?,
+                name: r.get(1)?,
+                args: r.get(2)?,
+                result: r.get(3)?,
+                error: r.get(4)?,
+                duration_us: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Folds the write-ahead log into the database file.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    /// Runs `f` inside one transaction (a batch of overlay changes commits at once).
+    pub fn transaction<T>(&mut self, f: impl FnOnce(&Overlay) -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}

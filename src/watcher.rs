@@ -1,0 +1,65 @@
+//! The file watcher (notify): keeps `stable.db` in step with creates, modifies, deletes and
+//! renames in the working tree while `cairn up` or the Neovim host runs. Events inside the
+//! directories cairn never mirrors (`.agentfs`, `.git`, ...) are dropped before any work.
+
+use crate::error::{Error, Result};
+use crate::paths::{self, IgnoreRules};
+use crate::project::Project;
+use notify::{RecursiveMode, Watcher as _};
+use std::collections::BTreeSet;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// A running watcher over one project.
+pub struct Watcher {
+    _inner: notify::RecommendedWatcher,
+    rx: Receiver<notify::Result<notify::Event>>,
+    rules: IgnoreRules,
+    project: Project,
+}
+
+impl Watcher {
+    /// Starts watching the project root recursively.
+    pub fn start(project: &Project) -> Result<Watcher> {
+        let (tx, rx) = channel();
+        let mut inner = notify::recommended_watcher(move |ev| {
+            let _ = tx.send(ev);
+        })
+        .map_err(|e| Error::Watch(e.to_string()))?;
+        inner.watch(&project.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone() })
+    }
+
+    /// Waits up to `timeout` for events, then syncs every path they name (and any that
+    /// arrive meanwhile). Returns the number of `stable.db` changes; `Ok(0)` on timeout.
+    pub fn pump(&mut self, timeout: Duration) -> Result<usize> {
+        let first = match self.rx.recv_timeout(timeout) {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => return Ok(0),
+            Err(RecvTimeoutError::Disconnected) => return Err(Error::Watch("watcher stopped".into())),
+        };
+        let mut rels = BTreeSet::new();
+        let mut add = |ev: notify::Result<notify::Event>| {
+            if let Ok(ev) = ev {
+                for p in ev.paths {
+                    if let Ok(rel) = p.strip_prefix(&self.project.root) {
+                        if let Some(rel) = rel.to_str() {
+                            if !rel.is_empty() && !paths::has_skipped_component(rel) {
+                                rels.insert(rel.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        add(first);
+        while let Ok(ev) = self.rx.try_recv() {
+            add(ev);
+        }
+        if rels.is_empty() {
+            return Ok(0);
+        }
+        let rels: Vec<String> = rels.into_iter().collect();
+        crate::sync::sync_paths(&self.project, &mut self.rules, &rels)
+    }
+}
