@@ -156,7 +156,9 @@ fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
     send(&ChildMsg::Call { name: name.to_string(), args: jargs, kwargs });
     match recv() {
         Reply::Ok { ok } => rustpython_vm::py_serde::deserialize(vm, ok).map_err(|e| vm.new_runtime_error(format!("bad reply: {e}"))),
-        Reply::Raise { exc, message } => Err(vm.new_exception_msg(exception_type(vm, &exc), message.into())),
+        // Call the type rather than building the object: OSError subclasses need their own
+        // initialisation (errno, strerror) or str() on them fails.
+        Reply::Raise { exc, message } => Err(vm.invoke_exception(exception_type(vm, &exc), vec![vm.ctx.new_str(message).into()])?),
     }
 }
 

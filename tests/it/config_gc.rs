@@ -1,0 +1,97 @@
+//! SPEC §9 config layering and validation; GC per `[gc]`.
+
+use crate::support::*;
+use cairn::config;
+
+#[test]
+fn layering_home_then_project_then_env() {
+    let f = Fixture::new();
+    f.home_config("[orchestrator]\nmax_concurrent_agents = 2\npoll_interval_ms = 100\n[tmux]\nsplit = \"vertical\"\n");
+    f.write(".cairn.toml", "[orchestrator]\nmax_concurrent_agents = 4\n[llm]\ncommand = [\"my-llm\", \"--fast\"]\n");
+    let env = |k: &str| match k {
+        "CAIRN_ORCHESTRATOR_POLL_INTERVAL_MS" => Some("50".to_string()),
+        "CAIRN_UI_GHOST_TEXT" => Some("false".to_string()),
+        _ => None,
+    };
+    let loaded = config::load(&f.home, Some(&f.root), &env).unwrap();
+    let c = loaded.config;
+    assert_eq!(c.orchestrator.max_concurrent_agents, 4, "project file wins over home");
+    assert_eq!(c.orchestrator.poll_interval_ms, 50, "env wins over files");
+    assert_eq!(c.tmux.split, "vertical");
+    assert!(!c.ui.ghost_text);
+    assert_eq!(c.llm.command, ["my-llm", "--fast"]);
+    assert_eq!(c.sandbox.timeout_seconds, 60, "defaults fill the rest");
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn unknown_keys_warn_and_bad_values_error_naming_the_key() {
+    let f = Fixture::new();
+    f.home_config("[orchestrator]\nmax_concurrent_agentz = 3\n[colors]\nx = 1\n");
+    let loaded = config::load(&f.home, None, &|_| None).unwrap();
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+    assert!(loaded.warnings.iter().any(|w| w.contains("'orchestrator.max_concurrent_agentz'")), "{:?}", loaded.warnings);
+    assert!(loaded.warnings.iter().any(|w| w.contains("'colors.x'")), "{:?}", loaded.warnings);
+
+    let cases = [
+        ("[orchestrator]\nmax_concurrent_agents = \"five\"\n", "orchestrator.max_concurrent_agents"),
+        ("[orchestrator]\nmax_concurrent_agents = 0\n", "an integer >= 1"),
+        ("[tmux]\nsplit = \"diagonal\"\n", "tmux.split"),
+        ("[llm]\ncommand = \"not a list\"\n", "llm.command"),
+        ("[ui]\nkeymaps = 1\n", "ui.keymaps"),
+        ("not toml at all [", "config.toml"),
+    ];
+    for (toml, needle) in cases {
+        f.home_config(toml);
+        let err = config::load(&f.home, None, &|_| None).err().unwrap_or_else(|| panic!("{toml} accepted")).to_string();
+        assert!(err.contains(needle), "{toml}: {err}");
+    }
+    f.home_config("");
+    let err = config::load(&f.home, None, &|k| (k == "CAIRN_SANDBOX_TIMEOUT_SECONDS").then(|| "soon".to_string())).err().unwrap();
+    assert!(err.to_string().contains("sandbox.timeout_seconds (from $CAIRN_SANDBOX_TIMEOUT_SECONDS)"), "{err}");
+
+    // Through the CLI: a warning on stderr, an error with exit 1.
+    let f2 = Fixture::with_files(&[("a.txt", "a")]);
+    f2.home_config("[ui]\nunknown_key = true\n");
+    let r = f2.cairn(&["list-agents"]).ok();
+    assert!(r.stderr.contains("warning: unknown config key 'ui.unknown_key'"), "{}", r.stderr);
+    f2.home_config("[ui]\nkeymaps = \"yes\"\n");
+    let r = f2.cairn(&["list-agents"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("ui.keymaps"), "{}", r.stderr);
+}
+
+#[test]
+fn every_config_key_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/cairn.txt")).expect("doc/cairn.txt");
+    for def in config::SCHEMA {
+        let tag = format!("*cairn-config-{}.{}*", def.section, def.key);
+        assert!(doc.contains(&tag), "doc/cairn.txt does not document {}.{} (expected the tag {tag})", def.section, def.key);
+    }
+}
+
+#[test]
+fn gc_removes_old_terminal_agents_and_keeps_latest() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[gc]\nmax_age_hours = 0\nkeep_latest = 2\nmax_workspaces = 1\n");
+    let p = f.project();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let s = f.run_ok(&format!("write_file('f{i}.txt', 'x')"));
+        f.cairn(&["preview", &s.id]).ok();
+        f.cairn(&["reject", &s.id]).ok();
+        ids.push(s.id);
+    }
+    let live = f.run_ok("write_file('live.txt', 'x')");
+    let r = f.cairn(&["gc"]).ok();
+    assert!(r.stdout.contains("removed 3 agents"), "{}", r.stdout);
+    let left: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left, [ids[3].clone(), ids[4].clone(), live.id.clone()], "keeps the 2 newest terminal ones and every active one");
+    for old in &ids[..3] {
+        assert!(!p.archived_overlay_path(old).exists(), "overlay of {old} kept");
+        assert!(!f.home.join("workspaces").join(old).exists(), "workspace of {old} kept");
+        assert!(!f.root.join(".grail/agents").join(old).exists());
+    }
+    let spaces = std::fs::read_dir(f.home.join("workspaces")).unwrap().count();
+    assert_eq!(spaces, 1, "max_workspaces = 1");
+}

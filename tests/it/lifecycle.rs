@@ -1,0 +1,141 @@
+//! SPEC §3: legal moves only, priority then FIFO, the concurrency limit across workers, and
+//! restart recovery after `cairn up` is killed mid-run.
+
+use crate::support::*;
+use cairn::lifecycle::{Priority, State};
+use cairn::orchestrator;
+
+#[test]
+fn illegal_transitions_are_refused_with_a_clear_message() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let q = f.cairn(&["queue", "--provider", "inline", "x = 1"]).ok().stdout.trim().to_string();
+    let r = f.cairn(&["accept", &q]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains(&format!("agent {q} is queued; cannot accept")), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"));
+    let r = f.cairn(&["undo", &q]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("cannot undo"), "{}", r.stderr);
+    // queued -> rejected (cancel) is legal; rejected -> anything is not.
+    f.cairn(&["reject", &q]).ok();
+    let r = f.cairn(&["reject", &q]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("is rejected; cannot reject"), "{}", r.stderr);
+    // errored -> rejected (discard) is legal; errored -> accepted is not.
+    let e = f.run_inline("raise ValueError('boom')");
+    assert_eq!(e.state, State::Errored);
+    assert!(e.error.as_deref().unwrap().contains("ValueError: boom"));
+    assert_eq!(f.cairn(&["accept", &e.id]).code, 1);
+    f.cairn(&["reject", &e.id]).ok();
+    // reviewing -> accepted once; a second accept is refused.
+    let ok = f.run_ok("write_file('a.txt', 'b')");
+    f.cairn(&["accept", &ok.id]).ok();
+    let r = f.cairn(&["accept", &ok.id]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("is accepted; cannot accept"), "{}", r.stderr);
+}
+
+#[test]
+fn priority_order_then_fifo() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let p = f.project();
+    let mk = |tag: &str, pr: Priority| orchestrator::queue(&p, &format!("x = '{tag}'"), Some("inline"), pr).unwrap().id;
+    let order = [
+        (mk("n1", Priority::Normal), "n1"),
+        (mk("l1", Priority::Low), "l1"),
+        (mk("h1", Priority::High), "h1"),
+        (mk("n2", Priority::Normal), "n2"),
+        (mk("u1", Priority::Urgent), "u1"),
+        (mk("h2", Priority::High), "h2"),
+    ];
+    let mut ran = Vec::new();
+    while let Some(rec) = orchestrator::run_next(&p).unwrap() {
+        ran.push(order.iter().find(|(id, _)| *id == rec.id).unwrap().1);
+    }
+    assert_eq!(ran, ["u1", "h1", "h2", "n1", "n2", "l1"]);
+}
+
+/// Agents that block until `go` exists in the project (the watcher of `cairn up` indexes it).
+const BLOCKER: &str = "while not file_exists('go'):\n    pass\n'released'";
+
+fn concurrency(limit: u32) {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config(&format!("[orchestrator]\nmax_concurrent_agents = {limit}\npoll_interval_ms = 20\n"));
+    let p = f.project();
+    let ids: Vec<String> = (0..limit + 2).map(|_| orchestrator::queue(&p, BLOCKER, Some("inline"), Priority::Normal).unwrap().id).collect();
+    let _up = Up::start(&f);
+    let running = || p.bin().unwrap().list(true).unwrap().iter().filter(|r| r.state.is_running()).count();
+    let mut max_seen = 0;
+    wait_until(30, "agents to start", || {
+        let n = running();
+        max_seen = max_seen.max(n);
+        n == limit as usize
+    });
+    // While they block, the rest stay queued and the limit holds.
+    for _ in 0..50 {
+        let n = running();
+        max_seen = max_seen.max(n);
+        std::thread::yield_now();
+    }
+    let queued = p.bin().unwrap().in_state(State::Queued).unwrap().len();
+    assert_eq!(queued, 2, "with {limit} slots, 2 of {} must wait", limit + 2);
+    f.write("go", "");
+    wait_until(60, "all agents to finish", || {
+        let recs = p.bin().unwrap().list(true).unwrap();
+        max_seen = max_seen.max(recs.iter().filter(|r| r.state.is_running()).count());
+        recs.iter().all(|r| r.state == State::Reviewing)
+    });
+    assert_eq!(max_seen, limit as usize, "concurrency limit exceeded or never reached");
+    for id in ids {
+        assert_eq!(f.status(&id).result.unwrap(), "released");
+    }
+}
+
+#[test]
+fn concurrency_limit_one() {
+    concurrency(1);
+}
+
+#[test]
+fn concurrency_limit_three() {
+    concurrency(3);
+}
+
+#[test]
+fn killed_up_requeues_once_then_errors_interrupted() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\n");
+    let p = f.project();
+    let id = orchestrator::queue(&p, BLOCKER, Some("inline"), Priority::Normal).unwrap().id;
+    let state = || p.bin().unwrap().get(&id).unwrap();
+
+    let mut up = Up::start(&f);
+    wait_until(30, "agent executing", || state().state == State::Executing);
+    up.kill9();
+    assert_eq!(state().state, State::Executing, "a dead worker's agent stays as it was until recovery");
+
+    let mut up = Up::start(&f);
+    wait_until(30, "agent re-queued and running again", || {
+        let r = state();
+        r.attempts == 1 && r.state == State::Executing
+    });
+    up.kill9();
+
+    let _up = Up::start(&f);
+    wait_until(30, "agent errored", || state().state == State::Errored);
+    let r = state();
+    assert_eq!(r.error_kind.as_deref(), Some("interrupted"));
+    assert!(r.error.unwrap().contains("interrupted"));
+}
+
+#[test]
+fn reviewing_survives_restart_and_queued_stays_queued() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let s = f.run_ok("write_file('a.txt', 'b')");
+    let p = f.project();
+    let q = orchestrator::queue(&p, "x = 1", Some("inline"), Priority::Normal).unwrap().id;
+    assert!(orchestrator::recover(&p).unwrap().is_empty());
+    assert_eq!(p.bin().unwrap().get(&q).unwrap().state, State::Queued);
+    assert_eq!(f.status(&s.id).state, State::Reviewing);
+    f.cairn(&["accept", &s.id]).ok();
+}

@@ -1,0 +1,13 @@
+//! Integration tests, one binary (so the interpreter links once). Each module owns one area;
+//! every test gets a fresh project and CAIRN_HOME in a temp dir through [`support::Fixture`].
+
+mod support;
+
+mod cli;
+mod config_gc;
+mod crash;
+mod externals;
+mod invariants;
+mod lifecycle;
+mod signals;
+mod watcher;
