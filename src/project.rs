@@ -130,16 +130,19 @@ impl Project {
         if !from.is_file() {
             return Ok(());
         }
-        // Fold the WAL into the main file so that one rename moves everything.
-        Overlay::open(&from)?.checkpoint()?;
+        // No connection is open on a decided agent's overlay: moving the database together
+        // with its WAL keeps every committed row (SQLite replays the WAL at the new name).
         let to = self.archived_overlay_path(id);
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        std::fs::rename(&from, &to).map_err(|e| Error::io(&from, e))?;
-        for suffix in ["-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", from.display()));
+        let _ = std::fs::remove_file(format!("{}-shm", from.display()));
+        let wal = PathBuf::from(format!("{}-wal", from.display()));
+        if wal.exists() {
+            let to_wal = PathBuf::from(format!("{}-wal", to.display()));
+            std::fs::rename(&wal, &to_wal).map_err(|e| Error::io(&wal, e))?;
         }
+        std::fs::rename(&from, &to).map_err(|e| Error::io(&from, e))?;
         Ok(())
     }
     /// Deletes the overlay files of agent `id`, live and archived.

@@ -221,7 +221,7 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         return Err(Error::StaleBase { id: id.to_string(), paths: stale });
     }
     bin.begin_accept(id, &journal)?;
-    let mut report = apply(project, &overlay, &journal, &mut bin, id)?;
+    let mut report = apply(project, overlay, &journal, &mut bin, id, false)?;
     report.forced = stale;
     Ok(report)
 }
@@ -241,43 +241,75 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
     if !conflicts.is_empty() && !force {
         return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
     }
-    let mut report = apply(project, &overlay, &journal, &mut bin, &rec.id)?;
+    let mut report = apply(project, overlay, &journal, &mut bin, &rec.id, true)?;
     report.resumed = true;
     report.forced = conflicts;
     Ok(report)
 }
 
-fn apply(project: &Project, overlay: &Overlay, journal: &[JournalEntry], bin: &mut crate::store::bin::Bin, id: &str) -> Result<AcceptReport> {
+/// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
+/// its overlay.
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mut crate::store::bin::Bin, id: &str, resume: bool) -> Result<AcceptReport> {
     let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
-    let mut touched = Vec::with_capacity(journal.len());
+    // New contents come out of the overlay here (connections stay on this thread); each file
+    // is then replaced atomically on its own, so the writes run concurrently: they are bound
+    // by fsync latency, not CPU.
+    let mut work = Vec::with_capacity(journal.len());
     for j in journal {
-        fsx::remove_temp(&project.root, &j.path)?;
-        let cur = current(project, &j.path)?.map(|c| (c.0, c.1));
-        match j.new {
-            Some((hash, mode)) => {
-                if cur != Some((hash, mode)) {
-                    let (content, _) = overlay
-                        .get(&j.path)?
-                        .flatten()
-                        .ok_or_else(|| Error::Sandbox(format!("overlay of agent {id} lost {}", j.path)))?;
-                    fsx::write_atomic(&project.root, &j.path, &content, mode)?;
-                }
-                report.written.push(j.path.clone());
-            }
-            None => {
-                if cur.is_some() {
-                    fsx::remove(&project.root, &j.path)?;
-                }
-                report.deleted.push(j.path.clone());
-            }
-        }
-        touched.push(j.path.clone());
+        let content = match j.new {
+            Some(_) => Some(
+                overlay
+                    .get(&j.path)?
+                    .flatten()
+                    .ok_or_else(|| Error::Sandbox(format!("overlay of agent {id} lost {}", j.path)))?
+                    .0,
+            ),
+            None => None,
+        };
+        work.push((j, content));
     }
-    crate::sync::refresh(project, &touched)?;
+    let threads = work.len().div_ceil(16).clamp(1, 4);
+    let chunks: Vec<_> = work.chunks(work.len().div_ceil(threads).max(1)).collect();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| s.spawn(move || chunk.iter().try_for_each(|(j, content)| apply_one(project, j, content.as_deref(), resume))))
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| Error::Sandbox("accept writer panicked".into()))??;
+        }
+        Ok(())
+    })?;
+    for j in journal {
+        match j.new {
+            Some(_) => report.written.push(j.path.clone()),
+            None => report.deleted.push(j.path.clone()),
+        }
+    }
+    let touched: Vec<(String, Option<Hash>)> = journal.iter().map(|j| (j.path.clone(), j.new.map(|n| n.0))).collect();
+    crate::sync::record_known(project, &touched)?;
+    drop(overlay);
     let summary = format!("accepted: {} written, {} deleted", report.written.len(), report.deleted.len());
     bin.finish_accept(id, &summary)?;
     project.archive_overlay(id)?;
     Ok(report)
+}
+
+/// Applies one journal entry. A fresh accept knows the file is as journaled; a resumed one
+/// reads it, skips it when already done and clears a killed writer's temporary file.
+fn apply_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<()> {
+    let cur = if resume {
+        fsx::remove_temp(&project.root, &j.path)?;
+        current(project, &j.path)?.map(|c| (c.0, c.1))
+    } else {
+        j.old
+    };
+    match j.new {
+        Some((hash, mode)) if cur != Some((hash, mode)) => fsx::write_atomic(&project.root, &j.path, content.unwrap_or_default(), mode),
+        Some(_) => Ok(()),
+        None if cur.is_some() => fsx::remove(&project.root, &j.path),
+        None => Ok(()),
+    }
 }
 
 /// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else

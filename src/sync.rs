@@ -231,3 +231,30 @@ pub fn refresh(project: &Project, rels: &[String]) -> Result<()> {
     let mut rules = IgnoreRules::new(&project.root);
     sync_paths(project, &mut rules, rels).map(|_| ())
 }
+
+/// Records paths whose new content hash is already known (`None` = removed), taking only size,
+/// mode and mtime from disk: what accept uses, so it never re-reads what it just wrote.
+pub fn record_known(project: &Project, paths: &[(String, Option<store::Hash>)]) -> Result<()> {
+    let mut stable = project.stable()?;
+    let w = stable.writer()?;
+    let mut dirs = std::collections::BTreeSet::new();
+    for (rel, hash) in paths {
+        let md = match (hash, std::fs::symlink_metadata(project.root.join(rel))) {
+            (Some(_), Ok(md)) if md.is_file() => md,
+            _ => {
+                w.remove_tree(rel)?;
+                continue;
+            }
+        };
+        dirs.extend(paths::ancestors(rel).map(str::to_string));
+        w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md), hash: *hash })?;
+    }
+    for dir in dirs {
+        if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
+            if md.is_dir() {
+                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
+            }
+        }
+    }
+    w.commit()
+}

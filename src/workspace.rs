@@ -46,6 +46,8 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
     let state = project.home.state();
     std::fs::create_dir_all(&state).map_err(|e| Error::io(&state, e))?;
     let mpath = manifest_path(project, id);
+    // The manifest says what the directory holds; without one (first run, or lost), every
+    // file is written.
     let old: Manifest = std::fs::read(&mpath).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
 
     let overlay = project
@@ -71,8 +73,7 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
     let mut report = Materialized { path: dir.clone(), written: 0, removed: 0, unchanged: 0 };
     let mut todo: Vec<(&String, &(String, u32, Source))> = Vec::new();
     for (path, entry) in &desired {
-        let same = old.files.get(path).is_some_and(|(h, m)| *h == entry.0 && *m == entry.1);
-        if same && dir.join(path).is_file() {
+        if old.files.get(path).is_some_and(|(h, m)| *h == entry.0 && *m == entry.1) {
             report.unchanged += 1;
         } else {
             todo.push((path, entry));
@@ -105,8 +106,10 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
         Ok(())
     })?;
 
-    let manifest = Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() };
-    std::fs::write(&mpath, serde_json::to_vec(&manifest)?).map_err(|e| Error::io(&mpath, e))?;
+    if report.written > 0 || report.removed > 0 || old.files.is_empty() {
+        let manifest = Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() };
+        std::fs::write(&mpath, serde_json::to_vec(&manifest)?).map_err(|e| Error::io(&mpath, e))?;
+    }
     let previews = project.home.previews();
     std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;
     let diff = crate::review::unified(&crate::review::changes(project, id)?);

@@ -148,12 +148,11 @@ pub struct Bin {
 }
 
 impl Bin {
-    /// Opens or creates the database. `bin.db` is synchronous=FULL: lifecycle commits are
-    /// durable, not only crash-consistent.
+    /// Opens or creates the database. Commits survive a crash of any process (WAL,
+    /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
+    /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, SCHEMA)?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        Ok(Bin { conn })
+        Ok(Bin { conn: super::open(path, SCHEMA)? })
     }
 
     /// Inserts a new queued agent with a fresh short id.
@@ -216,10 +215,17 @@ impl Bin {
     /// operation for the error message. Returns the updated record.
     pub fn transition(&mut self, id: &str, to: State, action: &str, extra: TransitionExtra) -> Result<AgentRecord> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let cur: String = tx
-            .query_row("SELECT state FROM agents WHERE id = ?1", [id], |r| r.get(0))
+        let (cur, pending): (String, i64) = tx
+            .query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .ok_or_else(|| Error::UnknownAgent(id.to_string()))?;
+        if pending != 0 {
+            return Err(Error::IllegalTransition {
+                id: id.to_string(),
+                from: "being accepted (the accept was interrupted)".into(),
+                action: format!("{action}; run `cairn accept {id}` again to finish"),
+            });
+        }
         let from: State = cur.parse().map_err(Error::Usage)?;
         if !from.can_move_to(to) {
             return Err(Error::IllegalTransition { id: id.to_string(), from: from.to_string(), action: action.to_string() });
@@ -322,8 +328,16 @@ impl Bin {
     }
 
     /// Writes the accept journal for `id` and marks the accept pending, in one transaction,
-    /// after checking the agent is still reviewing.
+    /// after checking the agent is still reviewing. The commit is fsynced: the journal must be
+    /// on disk before the first project file changes.
     pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        let result = self.write_journal(id, entries);
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        result
+    }
+
+    fn write_journal(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (state, pending): (String, i64) =
             tx.query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -369,7 +383,9 @@ impl Bin {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Completes a pending accept: accepted, pending cleared, event appended.
+    /// Completes a pending accept: accepted, pending cleared, event appended. Should power
+    /// fail before this commit reaches the disk, the accept is still pending and the next
+    /// `accept` re-verifies every file from the journal and finishes it.
     pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;

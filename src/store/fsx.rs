@@ -138,11 +138,10 @@ pub fn remove(root: &Path, rel: &str) -> Result<()> {
         Err(e) => return Err(e),
     };
     match rfs::unlinkat(&dfd, name, AtFlags::empty()) {
-        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(e) => return Err(err(root, rel, e)),
+        Ok(()) => rfs::fsync(dfd.as_fd()).map_err(|e| err(root, rel, e)),
+        Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(e) => Err(err(root, rel, e)),
     }
-    rfs::fsync(dfd.as_fd()).map_err(|e| err(root, rel, e))?;
-    Ok(())
 }
 
 /// The temporary name [`write_atomic`] uses for `name`; deterministic, so that a re-run after a

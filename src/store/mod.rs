@@ -46,14 +46,23 @@ impl Kind {
     }
 }
 
-/// Opens (creating if needed) a database with the pragmas every cairn database uses: WAL, so
-/// readers never block the writer; a busy timeout, so several cairn processes can share it.
+/// Version of every schema below; a database with another `user_version` gets the schema
+/// (re)applied on open. Opening a current database costs no DDL.
+const SCHEMA_VERSION: i32 = 1;
+
+/// Opens (creating if needed) a database with the settings every cairn database uses: WAL, so
+/// readers never block the writer; a busy timeout, so several cairn processes can share it;
+/// synchronous=NORMAL, so commits survive any process crash.
 pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version != SCHEMA_VERSION {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch(schema)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(schema)?;
     Ok(conn)
 }
 

@@ -196,12 +196,6 @@ impl Overlay {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Folds the write-ahead log into the database file.
-    pub fn checkpoint(&self) -> Result<()> {
-        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
-    }
-
     /// Runs `f` inside one transaction (a batch of overlay changes commits at once).
     pub fn transaction<T>(&mut self, f: impl FnOnce(&Overlay) -> Result<T>) -> Result<T> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;

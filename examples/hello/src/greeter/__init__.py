@@ -1,0 +1,3 @@
+from .core import greet, farewell
+
+__all__ = ["greet", "farewell"]
