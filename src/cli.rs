@@ -114,7 +114,11 @@ pub enum Cmd {
     /// RPC host for the Neovim plugin (msgpack-RPC on stdin/stdout).
     Nvim,
     #[command(name = "__sandbox", hide = true)]
-    Sandbox,
+    Sandbox {
+        /// Confine this process like a sandbox child and report what is still possible.
+        #[arg(long)]
+        selftest: bool,
+    },
 }
 
 fn parse_priority(s: &str) -> std::result::Result<Priority, String> {
@@ -164,8 +168,8 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    if matches!(cli.command, Cmd::Sandbox) {
-        return crate::sandbox::child::main();
+    if let Cmd::Sandbox { selftest } = cli.command {
+        return crate::sandbox::child::main(selftest);
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
@@ -195,7 +199,7 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
-        Cmd::Sandbox => return Ok(crate::sandbox::child::main()),
+        Cmd::Sandbox { selftest } => return Ok(crate::sandbox::child::main(selftest)),
         Cmd::Nvim => {
             let project = open_project(root, home, false)?;
             return crate::host::run(project).map(|_| 0);
@@ -203,7 +207,8 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Up => {
             let project = open_project(root, home, false)?;
             project.ensure_initialized()?;
-            return up(&project).map(|_| 0);
+            let pool = project.config.orchestrator.max_concurrent_agents.min(2) as usize;
+            return up(&project.with_pool(pool)).map(|_| 0);
         }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

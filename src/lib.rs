@@ -4,7 +4,7 @@
 //! mirror ([`sync`], [`watcher`]), the agent side ([`view`], [`externals`], [`sandbox`],
 //! [`providers`], [`llm`]), the flow ([`orchestrator`], [`review`], [`workspace`], [`gc`]), and
 //! the surfaces that all go through [`command`]: [`cli`], [`signals`], [`host`], [`tmux`].
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod error;
 pub mod time;

@@ -159,7 +159,7 @@ fn execute_inner(project: &Project, rec: &AgentRecord) -> std::result::Result<Ag
     let mut inputs = Map::new();
     inputs.insert("task_description".into(), Value::String(rec.task.clone()));
     inputs.insert("agent_id".into(), Value::String(id.to_string()));
-    let outcome = runner::run(&project.exe, &source, "task.pym", inputs, &mut host)?;
+    let outcome = runner::run(&project.exe, project.pool.as_ref(), &source, "task.pym", inputs, &mut host)?;
     let submitted = host.submitted();
     drop(host);
     if let Some((kind, message)) = outcome.error {

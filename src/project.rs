@@ -56,6 +56,8 @@ pub struct Project {
     /// The `cairn` binary, started for sandbox children (`cairn __sandbox`). Defaults to the
     /// running executable; tests point it at the built binary.
     pub exe: PathBuf,
+    /// Pre-started sandbox children, in long-running processes (`cairn up`, the Neovim host).
+    pub pool: Option<std::sync::Arc<crate::sandbox::runner::Pool>>,
 }
 
 impl Project {
@@ -63,7 +65,7 @@ impl Project {
     pub fn new(root: &Path, home: Home, config: Config) -> Result<Project> {
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("cairn"));
-        Ok(Project { root, home, config, exe })
+        Ok(Project { root, home, config, exe, pool: None })
     }
 
     /// Finds the project containing `start`: the nearest ancestor with `.agentfs/`.
@@ -74,6 +76,12 @@ impl Project {
             .find(|d| d.join(".agentfs").is_dir())
             .map(Path::to_path_buf)
             .ok_or(Error::NotInitialized(start))
+    }
+
+    /// Starts a pool of `size` pre-started sandbox children for this project's runs.
+    pub fn with_pool(mut self, size: usize) -> Project {
+        self.pool = Some(crate::sandbox::runner::Pool::new(&self.exe, size));
+        self
     }
 
     /// `<root>/.agentfs`.

@@ -1,16 +1,18 @@
 //! The interpreter side of the sandbox, running in the child process (`cairn __sandbox`).
 //!
-//! Reads one [`Start`] line, builds a rustpython-vm interpreter without the standard library
-//! and without host access, installs the externals (each one a blocking call over the pipe),
-//! the `grail` and `typing` modules and a restricted `__import__`, runs the script in
-//! block-expression mode and answers with [`ChildMsg::Done`].
+//! Order of events: confine early (parent-death signal, Landlock); build the interpreter
+//! without the standard library or host access and install the externals, modules and guards
+//! (this is what a pre-started pool child has done while it waits); read the [`Start`] line;
+//! lock down (rlimits, heap cap, seccomp); run the script; answer [`ChildMsg::Done`].
 
+use super::confine;
 use super::protocol::{ChildMsg, Reply, ScriptError, Start};
+use super::pymods;
 use crate::externals::NAMES;
 use crate::sandbox::script::{FORBIDDEN_BUILTINS, RESULT_NAME};
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyTypeRef};
 use rustpython_vm::compiler::Mode;
-use rustpython_vm::function::{FuncArgs, OptionalArg};
+use rustpython_vm::function::FuncArgs;
 use rustpython_vm::py_serde::PyObjectSerializer;
 use rustpython_vm::{AsObject, Interpreter, PyObjectRef, PyResult, Settings, VirtualMachine};
 use serde_json::{Map, Value};
@@ -19,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 
 /// Values for `Input(name)`.
 static INPUTS: OnceLock<Map<String, Value>> = OnceLock::new();
-/// The reply side of the pipe (stdin of the child).
+/// The parent's side of the pipe (stdin of the child).
 static REPLIES: Mutex<Option<BufReader<std::io::Stdin>>> = Mutex::new(None);
 
 /// Stack of the interpreter thread: deep Python recursion needs room on the Rust stack.
@@ -35,58 +37,72 @@ fn send(msg: &ChildMsg) {
     }
 }
 
-fn recv() -> Reply {
-    let mut guard = match REPLIES.lock() {
-        Ok(g) => g,
-        Err(_) => std::process::exit(3),
-    };
-    let Some(reader) = guard.as_mut() else { std::process::exit(3) };
+fn read_line() -> Option<String> {
+    let mut guard = REPLIES.lock().ok()?;
+    let reader = guard.as_mut()?;
     let mut line = String::new();
     match reader.read_line(&mut line) {
-        Ok(n) if n > 0 => serde_json::from_str(&line).unwrap_or_else(|_| std::process::exit(3)),
-        _ => std::process::exit(3),
+        Ok(n) if n > 0 => Some(line),
+        _ => None,
+    }
+}
+
+fn recv() -> Reply {
+    match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
+        Some(r) => r,
+        None => std::process::exit(3),
     }
 }
 
 /// Entry point of `cairn __sandbox`. Returns the process exit code.
-pub fn main() -> i32 {
-    let mut reader = BufReader::new(std::io::stdin());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return 2;
+pub fn main(selftest: bool) -> i32 {
+    if selftest {
+        let report = confine::selftest();
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+        return 0;
     }
-    let Ok(start) = serde_json::from_str::<Start>(&line) else { return 2 };
+    let mut applied = confine::early();
     if let Ok(mut g) = REPLIES.lock() {
-        *g = Some(reader);
+        *g = Some(BufReader::new(std::io::stdin()));
     }
-    let _ = INPUTS.set(start.inputs.clone());
+    // Touch stdout once now, so that later protocol writes never allocate its buffer.
+    let _ = std::io::stdout().lock().flush();
     let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
         let mut settings = Settings::default();
         settings.import_site = false;
         settings.install_signal_handlers = false;
         let interp = Interpreter::without_stdlib(settings);
-        interp.enter(|vm| run(vm, &start))
+        interp.enter(|vm| {
+            let installed = install(vm);
+            let start: Start = match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
+                Some(s) => s,
+                None => std::process::exit(2),
+            };
+            let _ = INPUTS.set(start.inputs.clone());
+            confine::lock(&start, &mut applied);
+            match installed {
+                Ok(()) => run(vm, &start),
+                Err(e) => done_err("exception", format!("sandbox setup failed: {}", exception_text(vm, &e))),
+            }
+        })
     });
     let done = match worker.map(|h| h.join()) {
         Ok(Ok(msg)) => msg,
-        _ => ChildMsg::Done {
-            result: None,
-            error: Some(ScriptError { kind: "exception".into(), message: "the interpreter crashed".into() }),
-        },
+        _ => done_err("exception", "the interpreter crashed".into()),
     };
     send(&done);
     0
 }
 
+fn done_err(kind: &str, message: String) -> ChildMsg {
+    ChildMsg::Done { result: None, error: Some(ScriptError { kind: kind.into(), message }) }
+}
+
 fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
-    let fail = |kind: &str, message: String| ChildMsg::Done { result: None, error: Some(ScriptError { kind: kind.into(), message }) };
-    if let Err(e) = install(vm) {
-        return fail("exception", format!("sandbox setup failed: {}", exception_text(vm, &e)));
-    }
     vm.recursion_limit.set(start.max_recursion as usize);
     let code = match vm.compile(&start.source, Mode::Exec, start.filename.clone()) {
         Ok(code) => code,
-        Err(e) => return fail("syntax", format!("{}: {e}", start.filename)),
+        Err(e) => return done_err("syntax", format!("{}: {e}", start.filename)),
     };
     let scope = vm.new_scope_with_builtins();
     match vm.run_code_obj(code, scope.clone()) {
@@ -105,7 +121,7 @@ fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
             } else {
                 "exception"
             };
-            fail(kind, exception_text(vm, &exc))
+            done_err(kind, exception_text(vm, &exc))
         }
     }
 }
@@ -113,7 +129,7 @@ fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
 fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
     let mut text = String::new();
     if vm.write_exception(&mut text, exc).is_err() || text.is_empty() {
-        text = format!("{}", exc.class().name());
+        text = exc.class().name().to_string();
     }
     text.trim_end().to_string()
 }
@@ -187,14 +203,15 @@ def TypeVar(name, *args, **kwargs):
 TYPE_CHECKING = False
 "#;
 
-/// Installs the externals, `grail`, `typing`, `print` and the restricted `__import__`, and
-/// removes the forbidden builtins.
+/// Installs the externals, `grail`, the importable modules, `print` and the restricted
+/// `__import__`; guards the attribute builtins and `str.format`; removes forbidden builtins.
 fn install(vm: &VirtualMachine) -> PyResult<()> {
     let builtins = vm.builtins.clone();
+    let dict = builtins.dict();
     let grail_dict = vm.ctx.new_dict();
     for &name in NAMES {
         let f: PyObjectRef = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| call_host(vm, name, args)).into();
-        builtins.set_attr(name, f.clone(), vm)?;
+        dict.set_item(name, f.clone(), vm)?;
         grail_dict.set_item(name, f, vm)?;
     }
     let external: PyObjectRef = vm
@@ -207,36 +224,25 @@ fn install(vm: &VirtualMachine) -> PyResult<()> {
             }
         })
         .into();
-    let input: PyObjectRef = vm
-        .new_function("Input", |name: String, default: OptionalArg<PyObjectRef>, vm: &VirtualMachine| -> PyResult {
-            match INPUTS.get().and_then(|m| m.get(&name)) {
-                Some(v) => rustpython_vm::py_serde::deserialize(vm, v.clone()).map_err(|e| vm.new_value_error(e.to_string())),
-                None => Ok(default.unwrap_or_none(vm)),
-            }
-        })
-        .into();
-    builtins.set_attr("external", external.clone(), vm)?;
-    builtins.set_attr("Input", input.clone(), vm)?;
-    grail_dict.set_item("external", external, vm)?;
-    grail_dict.set_item("Input", input, vm)?;
-    let grail: PyObjectRef = vm.new_module("grail", grail_dict, None).into();
-
-    let typing_scope = vm.new_scope_with_builtins();
-    let code = vm
-        .compile(TYPING_PRELUDE, Mode::Exec, "<typing>".to_owned())
-        .map_err(|e| vm.new_runtime_error(format!("typing prelude: {e}")))?;
-    vm.run_code_obj(code, typing_scope.clone())?;
-    let typing: PyObjectRef = vm.new_module("typing", typing_scope.globals.clone(), None).into();
-
+    let input = pymods::input_fn(vm, &INPUTS);
+    for (n, f) in [("external", &external), ("Input", &input)] {
+        dict.set_item(n, f.clone(), vm)?;
+        grail_dict.set_item(n, f.clone(), vm)?;
+    }
+    let modules: Vec<(&str, PyObjectRef)> = vec![
+        ("grail", vm.new_module("grail", grail_dict, None).into()),
+        ("typing", pymods::module_from_source(vm, "typing", TYPING_PRELUDE, &[])?),
+        ("json", pymods::json_module(vm)?),
+        ("re", pymods::re_module(vm)?),
+    ];
     let import = vm.new_function("__import__", move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
         let name = args.args.first().map(|n| n.str(vm)).transpose()?.map(|s| s.to_string()).unwrap_or_default();
-        match name.as_str() {
-            "grail" => Ok(grail.clone()),
-            "typing" => Ok(typing.clone()),
-            _ => Err(vm.new_import_error(format!("import of '{name}' is not allowed in agent scripts"), vm.ctx.new_str(name))),
+        match modules.iter().find(|(n, _)| *n == name) {
+            Some((_, m)) => Ok(m.clone()),
+            None => Err(vm.new_import_error(format!("import of '{name}' is not allowed in agent scripts"), vm.ctx.new_str(name))),
         }
     });
-    builtins.set_attr("__import__", import, vm)?;
+    dict.set_item("__import__", import.into(), vm)?;
 
     let print = vm.new_function("print", |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
         let sep = match args.kwargs.get("sep") {
@@ -247,9 +253,9 @@ fn install(vm: &VirtualMachine) -> PyResult<()> {
         call_host(vm, "log", FuncArgs::from(vec![vm.ctx.new_str(parts.join(&sep)).into()]))?;
         Ok(vm.ctx.none())
     });
-    builtins.set_attr("print", print, vm)?;
+    dict.set_item("print", print.into(), vm)?;
 
-    let dict = builtins.dict();
+    pymods::install_guards(vm, &dict)?;
     for name in FORBIDDEN_BUILTINS {
         if *name != "__import__" && dict.get_item_opt(*name, vm)?.is_some() {
             dict.del_item(*name, vm)?;

@@ -10,7 +10,11 @@
 //! Architecture invariant: the child owns no storage and no path; everything it learns comes
 //! through [`crate::externals::Host::call`].
 
+pub mod alloc;
 pub mod child;
+pub mod confine;
+pub mod policy;
 pub mod protocol;
+pub mod pymods;
 pub mod runner;
 pub mod script;

@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 use crate::externals::{CallError, Host};
 use serde_json::{Map, Value};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// Longest line the child may send (a 10 MiB write_file, JSON-escaped, with room to spare).
@@ -33,24 +33,148 @@ impl Outcome {
     }
 }
 
-/// Runs `source` in a fresh sandbox child started from `exe`, serving its calls with `host`.
-pub fn run(exe: &Path, source: &str, filename: &str, inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
+/// An empty, read-only directory: the sandbox child's working directory.
+fn empty_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cairn-sandbox-empty-{}", rustix::process::getuid().as_raw()));
+    if std::fs::create_dir_all(&dir).is_ok() {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555));
+    }
+    dir
+}
+
+/// The one way a sandbox child is started: cleared environment, empty working directory,
+/// only the three protocol pipes.
+fn command(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg("__sandbox").env_clear().current_dir(empty_dir()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+/// A started child with its pipes.
+struct Spawned {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
+
+fn spawn(exe: &Path) -> Result<Spawned> {
+    let mut child = command(exe).spawn().map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
+    match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+        (Some(stdin), Some(stdout), Some(stderr)) => Ok(Spawned { child, stdin, stdout, stderr }),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(Error::Sandbox("child pipes missing".into()))
+        }
+    }
+}
+
+/// Pre-started sandbox children. Each has built its interpreter and waits for a script; each
+/// runs exactly one script and exits, so no interpreter is ever reused across agents.
+///
+/// One long-lived filler thread starts every child: a child's parent-death signal fires when
+/// the *thread* that forked it exits, so short-lived spawner threads would kill their children.
+pub struct Pool {
+    exe: PathBuf,
+    size: usize,
+    idle: Mutex<Vec<Spawned>>,
+    wake: Condvar,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("exe", &self.exe).field("size", &self.size).finish()
+    }
+}
+
+impl Pool {
+    /// A pool of `size` children of `exe`, filled in the background.
+    pub fn new(exe: &Path, size: usize) -> Arc<Pool> {
+        let pool = Arc::new(Pool { exe: exe.to_path_buf(), size, idle: Mutex::new(Vec::new()), wake: Condvar::new() });
+        let weak = Arc::downgrade(&pool);
+        std::thread::spawn(move || Pool::fill(weak));
+        pool
+    }
+
+    /// The filler: keeps `size` children idle until the pool is dropped.
+    fn fill(weak: Weak<Pool>) {
+        let mut failures = 0;
+        loop {
+            let Some(pool) = weak.upgrade() else { return };
+            let need = pool.idle.lock().map(|i| i.len() < pool.size).unwrap_or(false);
+            if need && failures < 3 {
+                match spawn(&pool.exe) {
+                    Ok(child) => {
+                        failures = 0;
+                        if let Ok(mut idle) = pool.idle.lock() {
+                            idle.push(child);
+                        }
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        tracing::warn!("sandbox pool: {e}");
+                    }
+                }
+                continue;
+            }
+            if let Ok(guard) = pool.idle.lock() {
+                let _ = pool.wake.wait_timeout(guard, Duration::from_millis(500));
+            }
+            failures = 0;
+        }
+    }
+
+    /// A ready child (or a fresh one when none is idle); the pool refills behind it.
+    fn take(&self) -> Result<Spawned> {
+        let mut found = None;
+        if let Ok(mut idle) = self.idle.lock() {
+            while let Some(mut s) = idle.pop() {
+                if matches!(s.child.try_wait(), Ok(None)) {
+                    found = Some(s);
+                    break;
+                }
+                let _ = s.child.wait();
+            }
+        }
+        self.wake.notify_one();
+        match found {
+            Some(s) => Ok(s),
+            None => spawn(&self.exe),
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            for mut s in idle.drain(..) {
+                let _ = s.child.kill();
+                let _ = s.child.wait();
+            }
+        }
+    }
+}
+
+/// Starts a child exactly as a run does, in self-test mode, and returns its report.
+pub fn selftest(exe: &Path) -> Result<super::confine::SelfTest> {
+    let mut cmd = command(exe);
+    cmd.arg("--selftest");
+    let out = cmd.output().map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
+    serde_json::from_slice(&out.stdout).map_err(|e| Error::Sandbox(format!("selftest output: {e}: {}", String::from_utf8_lossy(&out.stdout))))
+}
+
+/// Runs `source` in a sandbox child (from `pool` when given, else freshly started from `exe`),
+/// serving its calls with `host`.
+pub fn run(exe: &Path, pool: Option<&Arc<Pool>>, source: &str, filename: &str, inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
     let limits = host.limits.clone();
-    let started = Instant::now();
-    let mut child = Command::new(exe)
-        .arg("__sandbox")
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
-    let pid = child.id() as i32;
-    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
-        let _ = child.kill();
-        return Err(Error::Sandbox("child pipes missing".into()));
+    let Spawned { mut child, mut stdin, stdout, stderr } = match pool {
+        Some(p) => p.take()?,
+        None => spawn(exe)?,
     };
+    let started = Instant::now();
+    let pid = child.id() as i32;
 
     // Watchdog: SIGKILL at the wall-clock limit unless told the run is over.
     let (stop_tx, stop_rx) = mpsc::channel::<()>();

@@ -4,6 +4,7 @@
 //!
 //! The check works on the parsed AST and reports `line:col: message` diagnostics.
 
+use super::policy;
 use crate::externals;
 use rustpython_vm::compiler::ast::{self, visitor::Visitor, Expr, Stmt};
 use rustpython_vm::compiler::parser;
@@ -107,7 +108,8 @@ pub fn check(source: &str) -> Vec<Diagnostic> {
     let module = parsed.syntax();
     let mut binder = Binder::default();
     binder.visit_body(&module.body);
-    let mut checker = Checker { source, bound: binder.names, diags: Vec::new() };
+    let bound = binder.names.iter().map(|n| policy::normalize(n)).collect();
+    let mut checker = Checker { source, bound, diags: Vec::new() };
     checker.visit_body(&module.body);
     // One finding per position: a call to a forbidden builtin is not also a "use" of it.
     checker.diags.sort_by_key(|d| (d.line, d.col));
@@ -232,6 +234,14 @@ struct Checker<'s> {
 }
 
 impl Checker<'_> {
+    fn check_alias(&mut self, a: &ast::Alias) {
+        if let Some(name) = &a.asname {
+            if let Some(why) = policy::name_refusal(name.as_str()) {
+                self.report(name.range().start().to_usize(), why);
+            }
+        }
+    }
+
     fn report(&mut self, offset: usize, message: String) {
         let (line, col) = line_col(self.source, offset);
         self.diags.push(Diagnostic { line, col, message });
@@ -243,17 +253,38 @@ impl<'a> Visitor<'a> for Checker<'_> {
         match stmt {
             Stmt::Import(i) => {
                 for a in &i.names {
-                    let top = a.name.split('.').next().unwrap_or("");
-                    if !ALLOWED_IMPORTS.contains(&top) {
+                    let top = policy::normalize(a.name.split('.').next().unwrap_or(""));
+                    if !ALLOWED_IMPORTS.contains(&top.as_str()) {
                         self.report(a.range().start().to_usize(), format!("import of '{}' is not allowed (only {})", a.name, ALLOWED_IMPORTS.join(", ")));
                     }
+                    self.check_alias(a);
                 }
             }
             Stmt::ImportFrom(i) => {
-                let module = i.module.as_ref().map(|m| m.to_string()).unwrap_or_default();
+                let module = i.module.as_ref().map(|m| policy::normalize(m.as_str())).unwrap_or_default();
                 let top = module.split('.').next().unwrap_or("");
                 if i.level > 0 || !ALLOWED_IMPORTS.contains(&top) {
                     self.report(i.range().start().to_usize(), format!("import from '{module}' is not allowed (only {})", ALLOWED_IMPORTS.join(", ")));
+                }
+                for a in &i.names {
+                    if let Some(why) = policy::name_refusal(a.name.as_str()) {
+                        self.report(a.range().start().to_usize(), why);
+                    }
+                    self.check_alias(a);
+                }
+            }
+            Stmt::Global(g) => {
+                for n in &g.names {
+                    if let Some(why) = policy::name_refusal(n.as_str()) {
+                        self.report(n.range().start().to_usize(), why);
+                    }
+                }
+            }
+            Stmt::Nonlocal(g) => {
+                for n in &g.names {
+                    if let Some(why) = policy::name_refusal(n.as_str()) {
+                        self.report(n.range().start().to_usize(), why);
+                    }
                 }
             }
             _ => {}
@@ -262,24 +293,52 @@ impl<'a> Visitor<'a> for Checker<'_> {
     }
 
     fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Call(call) = expr {
-            if let Expr::Name(n) = call.func.as_ref() {
-                let name = n.id.as_str();
-                let at = n.range().start().to_usize();
-                if FORBIDDEN_BUILTINS.contains(&name) && !self.bound.contains(name) {
-                    self.report(at, format!("call to forbidden builtin '{name}'"));
-                } else if !self.bound.contains(name) && !SAFE_BUILTINS.contains(&name) && !externals::NAMES.contains(&name) {
-                    self.report(at, format!("call to unknown function '{name}'"));
+        match expr {
+            Expr::Call(call) => {
+                if let Expr::Name(n) = call.func.as_ref() {
+                    let name = policy::normalize(n.id.as_str());
+                    let name = name.as_str();
+                    let at = n.range().start().to_usize();
+                    if FORBIDDEN_BUILTINS.contains(&name) && !self.bound.contains(name) {
+                        self.report(at, format!("call to forbidden builtin '{name}'"));
+                    } else if !self.bound.contains(name) && !SAFE_BUILTINS.contains(&name) && !externals::NAMES.contains(&name) {
+                        self.report(at, format!("call to unknown function '{name}'"));
+                    }
+                }
+                // A literal template: "{0.__class__}".format(x).
+                if let Expr::Attribute(attr) = call.func.as_ref() {
+                    if let (Expr::StringLiteral(lit), "format" | "format_map") = (attr.value.as_ref(), attr.attr.as_str()) {
+                        if let Some(why) = policy::format_refusal(lit.value.to_str()) {
+                            self.report(lit.range().start().to_usize(), why);
+                        }
+                    }
                 }
             }
-        }
-        if let Expr::Name(n) = expr {
-            let name = n.id.as_str();
-            if FORBIDDEN_BUILTINS.contains(&name) && !self.bound.contains(name) && !matches!(n.ctx, ast::ExprContext::Store) {
-                self.report(n.range().start().to_usize(), format!("use of forbidden builtin '{name}'"));
+            Expr::Name(n) => {
+                let name = policy::normalize(n.id.as_str());
+                let at = n.range().start().to_usize();
+                if let Some(why) = policy::name_refusal(&name) {
+                    self.report(at, why);
+                } else if FORBIDDEN_BUILTINS.contains(&name.as_str()) && !self.bound.contains(&name) && !matches!(n.ctx, ast::ExprContext::Store) {
+                    self.report(at, format!("use of forbidden builtin '{name}'"));
+                }
             }
+            Expr::Attribute(a) => {
+                if let Some(why) = policy::attribute_refusal(a.attr.as_str()) {
+                    self.report(a.attr.range().start().to_usize(), why);
+                }
+            }
+            _ => {}
         }
         ast::visitor::walk_expr(self, expr);
+    }
+
+    fn visit_pattern_keyword(&mut self, kw: &'a ast::PatternKeyword) {
+        // `case object(__globals__=g)` reads an attribute.
+        if let Some(why) = policy::attribute_refusal(kw.attr.as_str()) {
+            self.report(kw.attr.range().start().to_usize(), why);
+        }
+        ast::visitor::walk_pattern_keyword(self, kw);
     }
 }
 

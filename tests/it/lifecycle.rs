@@ -77,8 +77,10 @@ fn concurrency(limit: u32) {
         max_seen = max_seen.max(n);
         std::thread::yield_now();
     }
-    let queued = p.bin().unwrap().in_state(State::Queued).unwrap().len();
-    assert_eq!(queued, 2, "with {limit} slots, 2 of {} must wait", limit + 2);
+    let recs = p.bin().unwrap().list(true).unwrap();
+    let queued = recs.iter().filter(|r| r.state == State::Queued).count();
+    let states: Vec<String> = recs.iter().map(|r| format!("{} {:?} {:?}", r.state, r.error_kind, r.error)).collect();
+    assert_eq!(queued, 2, "with {limit} slots, 2 of {} must wait: {states:?}", limit + 2);
     f.write("go", "");
     wait_until(60, "all agents to finish", || {
         let recs = p.bin().unwrap().list(true).unwrap();

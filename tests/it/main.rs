@@ -9,5 +9,6 @@ mod crash;
 mod externals;
 mod invariants;
 mod lifecycle;
+mod sandbox;
 mod signals;
 mod watcher;
