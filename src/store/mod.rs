@@ -56,13 +56,13 @@ const SCHEMA_VERSION: i32 = 1;
 pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
     let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version != SCHEMA_VERSION {
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch(schema)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        // One transaction for the whole schema: one commit, not one per table.
+        conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
     }
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(conn)
 }
 
