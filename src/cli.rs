@@ -10,7 +10,7 @@ use crate::project::{Home, Project};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
@@ -323,6 +323,12 @@ fn render(project: &Project, out: &Output) -> i32 {
         Output::Preview(m) => println!("{}", m.path.display()),
         Output::Check(c) => return render_check(c, false),
         Output::Gc(r) => println!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
+        Output::Hunks { files, .. } => {
+            for f in files {
+                println!("{}: {} hunk(s)", f.path, f.hunks.len());
+            }
+        }
+        Output::Hunk(r) => println!("{} {}: {} hunk(s) left, agent {}", r.id, r.path, r.remaining, r.state),
     }
     0
 }
@@ -350,33 +356,6 @@ fn up(project: &Project) -> Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
     }
-    for (id, state) in crate::orchestrator::recover(project)? {
-        eprintln!("cairn: agent {id} {state} after an interrupted run");
-    }
-    let mut watcher = crate::watcher::Watcher::start(project)?;
-    let watch_stop = Arc::clone(&stop);
-    let watch_thread = std::thread::spawn(move || {
-        while !watch_stop.load(Ordering::Relaxed) {
-            if let Err(e) = watcher.pump(std::time::Duration::from_millis(200)) {
-                tracing::warn!("watcher: {e}");
-            }
-        }
-    });
     eprintln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
-    let polling = project.config.orchestrator.signal_polling;
-    let mut tick = || {
-        if polling {
-            for h in crate::signals::poll(project) {
-                match h.outcome {
-                    Ok(_) => tracing::info!("signal {} done", h.name),
-                    Err(e) => eprintln!("cairn: signal {} failed: {e}", h.name),
-                }
-            }
-        }
-    };
-    let stop_flag = Arc::clone(&stop);
-    let result = crate::orchestrator::serve(project, &move || stop_flag.load(Ordering::Relaxed), &mut tick);
-    stop.store(true, Ordering::Relaxed);
-    let _ = watch_thread.join();
-    result
+    crate::orchestrator::services(project, &stop, &|line| eprintln!("cairn: {line}"))
 }

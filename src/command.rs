@@ -27,6 +27,10 @@ pub enum Command {
     Preview { id: String },
     Check { file: PathBuf },
     Gc,
+    /// The hunks of every text file of a proposal (ghost text).
+    Hunks { id: String },
+    AcceptHunk { id: String, path: String, hunk: review::Hunk },
+    RejectHunk { id: String, path: String, hunk: review::Hunk },
 }
 
 /// One changed path in a status.
@@ -91,6 +95,8 @@ pub enum Output {
     Preview(workspace::Materialized),
     Check(CheckReport),
     Gc(gc::GcReport),
+    Hunks { id: String, files: Vec<review::FileHunks> },
+    Hunk(review::HunkReport),
 }
 
 /// Builds the status of an agent record.
@@ -179,5 +185,19 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Check { file } => Ok(Output::Check(execute_check(&file)?)),
         Command::Gc => Ok(Output::Gc(gc::collect(project)?)),
+        Command::Hunks { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Hunks { files: review::file_hunks(project, &id)?, id })
+        }
+        Command::AcceptHunk { id, path, hunk } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            Ok(Output::Hunk(review::accept_hunk(project, &id, &path, &hunk)?))
+        }
+        Command::RejectHunk { id, path, hunk } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            Ok(Output::Hunk(review::reject_hunk(project, &id, &path, &hunk)?))
+        }
     }
 }

@@ -1,10 +1,363 @@
-//! The Neovim RPC host (`cairn nvim`). Tracked by its own issue; until it lands, starting it
-//! reports that clearly instead of speaking a broken protocol.
+//! The Neovim RPC host (`cairn nvim`), started by the Lua plugin with
+//! `jobstart({..}, {rpc = true})`. Only this module knows msgpack-RPC.
+//!
+//! - Requests from the plugin (`rpcrequest(chan, method, {args})`) parse into a
+//!   [`Command`](crate::command::Command) where one exists and run through
+//!   [`command::execute`] on a blocking thread. Domain failures come back as
+//!   `{ok = false, error = {code, message, hint}}`; only an unknown method or malformed
+//!   arguments is an RPC error. The host keeps serving after either.
+//! - The host is a worker too: it runs [`orchestrator::services`] (agents, watcher, signals).
+//! - A poller follows `bin.db` events (from this process, the CLI, `cairn up`, signal files)
+//!   and pushes state changes (`vim.notify`) and the selected agent's ghost text, one
+//!   `nvim_exec_lua` batch per update.
+//!
+//! Stdout is the RPC pipe: nothing here prints; logs go to `$CAIRN_HOME/logs/`.
 
+use crate::command::{self, Command, Output};
 use crate::error::{Error, Result};
+use crate::lifecycle::{Priority, State};
+use crate::orchestrator;
 use crate::project::Project;
+use crate::review::Hunk;
+use async_trait::async_trait;
+use nvim_rs::{compat::tokio::Compat, Neovim};
+use rmpv::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-/// Runs the RPC host on stdin/stdout until Neovim closes the channel.
-pub fn run(_project: Project) -> Result<()> {
-    Err(Error::Rpc("the Neovim host is not built yet in this version".into()))
+type Writer = Compat<tokio::fs::File>;
+
+/// What the host remembers between requests.
+#[derive(Default)]
+struct HostState {
+    /// The agent whose ghost text is shown; `None` = the latest reviewing one.
+    selected: Option<String>,
+}
+
+/// The RPC handler: cheap to clone, state behind `Arc`.
+#[derive(Clone)]
+struct Handler {
+    project: Arc<Project>,
+    state: Arc<Mutex<HostState>>,
+    /// Wakes the poller to push ghost text now rather than at its next tick.
+    refresh: Arc<tokio::sync::Notify>,
+}
+
+/// Runs the host on stdin/stdout until Neovim closes the channel or sends SIGTERM.
+pub fn run(project: Project) -> Result<()> {
+    project.ensure_initialized().or_else(|_| crate::sync::init(&project).map(|_| ()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("tokio runtime", e))?;
+    rt.block_on(serve(project))
+}
+
+async fn serve(project: Project) -> Result<()> {
+    let project = Arc::new(project.with_pool(2));
+    let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default() };
+    let (nvim, io) = nvim_rs::create::tokio::new_parent(handler.clone()).await.map_err(|e| Error::Rpc(e.to_string()))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let services = {
+        let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            if let Err(e) = orchestrator::services(&project, &stop, &|line| tracing::warn!("{line}")) {
+                tracing::error!("services stopped: {e}");
+            }
+        })
+    };
+    let poller = tokio::spawn(poll_events(handler.clone(), nvim.clone()));
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
+    tokio::select! {
+        r = io => match r {
+            Ok(Err(e)) if !e.is_channel_closed() => tracing::warn!("rpc loop ended: {e}"),
+            _ => tracing::info!("neovim closed the channel"),
+        },
+        _ = term.recv() => tracing::info!("SIGTERM"),
+    }
+    poller.abort();
+    stop.store(true, Ordering::Relaxed);
+    // Neovim sends SIGKILL about 2 s after SIGTERM; a running agent must not hold us past that.
+    let _ = tokio::task::spawn_blocking(move || services.join()).await;
+    Ok(())
+}
+
+/// Follows `bin.db` events: notifications for state changes, ghost text when a proposal
+/// appears or goes away.
+async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
+    let mut last = h.project.bin().and_then(|b| b.last_event_seq()).unwrap_or(0);
+    let mut shown: Option<serde_json::Value> = None;
+    loop {
+        let events = {
+            let project = Arc::clone(&h.project);
+            tokio::task::spawn_blocking(move || project.bin().and_then(|b| b.events_since(last))).await
+        };
+        let mut ghost_dirty = shown.is_none();
+        if let Ok(Ok(events)) = events {
+            for ev in events {
+                last = ev.seq;
+                ghost_dirty = true;
+                if ev.message.starts_with("log: ") {
+                    continue;
+                }
+                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message });
+                let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
+            }
+        }
+        if ghost_dirty {
+            let payload = {
+                let h = h.clone();
+                tokio::task::spawn_blocking(move || h.ghost_payload()).await
+            };
+            if let Ok(Ok(payload)) = payload {
+                if shown.as_ref() != Some(&payload) {
+                    let _ = nvim.exec_lua("require('cairn.ghost').set(...)", vec![to_value(&payload)]).await;
+                    shown = Some(payload);
+                }
+            }
+        }
+        let poll = Duration::from_millis(h.project.config.orchestrator.poll_interval_ms.min(200));
+        tokio::select! {
+            _ = tokio::time::sleep(poll) => {}
+            _ = h.refresh.notified() => { shown = None; }
+        }
+    }
+}
+
+/// serde_json -> msgpack value.
+fn to_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Nil,
+        serde_json::Value::Bool(b) => Value::Boolean(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::from(i),
+            (_, Some(u)) => Value::from(u),
+            _ => Value::from(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(a) => Value::Array(a.iter().map(to_value).collect()),
+        serde_json::Value::Object(m) => Value::Map(m.iter().map(|(k, v)| (Value::from(k.as_str()), to_value(v))).collect()),
+    }
+}
+
+/// msgpack value -> serde_json (for arguments).
+fn from_value(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Nil => serde_json::Value::Null,
+        Value::Boolean(b) => serde_json::Value::Bool(*b),
+        Value::Integer(i) => i.as_i64().map(serde_json::Value::from).or_else(|| i.as_u64().map(serde_json::Value::from)).unwrap_or_default(),
+        Value::F32(f) => serde_json::json!(f),
+        Value::F64(f) => serde_json::json!(f),
+        Value::String(s) => serde_json::Value::String(s.as_str().unwrap_or_default().to_string()),
+        Value::Binary(b) => serde_json::Value::String(String::from_utf8_lossy(b).into_owned()),
+        Value::Array(a) => serde_json::Value::Array(a.iter().map(from_value).collect()),
+        Value::Map(m) => serde_json::Value::Object(
+            m.iter().map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| k.to_string()), from_value(v))).collect(),
+        ),
+        Value::Ext(..) => serde_json::Value::Null,
+    }
+}
+
+/// A protocol-level error reply (unknown method, malformed arguments), in the `[type,
+/// message]` form Neovim shows as the error text of `rpcrequest()`.
+fn rpc_error(code: &str, message: String) -> Value {
+    Value::Array(vec![Value::from(0), Value::from(format!("cairn {code}: {message}"))])
+}
+
+/// The arguments of a request: one map, or nothing.
+struct Args(serde_json::Map<String, serde_json::Value>);
+
+impl Args {
+    fn parse(args: &[Value]) -> std::result::Result<Args, Value> {
+        match args.first().map(from_value) {
+            // An empty Lua table arrives as an empty array.
+            None | Some(serde_json::Value::Null) => Ok(Args(Default::default())),
+            Some(serde_json::Value::Array(a)) if a.is_empty() => Ok(Args(Default::default())),
+            Some(serde_json::Value::Object(m)) => Ok(Args(m)),
+            Some(other) => Err(rpc_error("bad_args", format!("expected one table of arguments, got {other}"))),
+        }
+    }
+    fn str(&self, key: &str) -> Option<String> {
+        self.0.get(key).and_then(|v| v.as_str()).map(str::to_string)
+    }
+    fn required(&self, key: &str) -> std::result::Result<String, Value> {
+        self.str(key).ok_or_else(|| rpc_error("bad_args", format!("missing string argument '{key}'")))
+    }
+}
+
+impl Handler {
+    /// The agent to act on: the given id (prefix), else the selected one, else the latest
+    /// reviewing one.
+    fn target(&self, given: Option<String>) -> Result<String> {
+        if let Some(id) = given.filter(|s| !s.is_empty()) {
+            return command::resolve(&self.project, &id);
+        }
+        self.shown_agent()?.ok_or_else(|| Error::Usage("no agent is reviewing".into()))
+    }
+
+    /// The agent whose proposal is shown.
+    fn shown_agent(&self) -> Result<Option<String>> {
+        let bin = self.project.bin()?;
+        let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
+        if let Some(id) = selected {
+            if bin.get(&id).map(|r| r.state == State::Reviewing).unwrap_or(false) {
+                return Ok(Some(id));
+            }
+        }
+        Ok(bin.in_state(State::Reviewing)?.last().map(|r| r.id.clone()))
+    }
+
+    /// The ghost text of the shown agent: absolute paths to hunks, or `{}` when none.
+    fn ghost_payload(&self) -> Result<serde_json::Value> {
+        let Some(id) = self.shown_agent()? else { return Ok(serde_json::json!({})) };
+        let rec = self.project.bin()?.get(&id)?;
+        let Output::Hunks { files, .. } = command::execute(&self.project, Command::Hunks { id: id.clone() })? else {
+            return Ok(serde_json::json!({}));
+        };
+        let summary = rec.submission.as_ref().and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("").to_string();
+        let files: serde_json::Map<String, serde_json::Value> = files
+            .into_iter()
+            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks })))
+            .collect();
+        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary }, "files": files }))
+    }
+
+    /// Runs one request (on a blocking thread). `Err` only for protocol errors.
+    fn dispatch(&self, method: &str, args: &Args) -> std::result::Result<Result<serde_json::Value>, Value> {
+        let project = &self.project;
+        let exec = |cmd: Command| command::execute(project, cmd).and_then(|o| Ok(serde_json::to_value(o)?));
+        let hunk = || -> std::result::Result<Hunk, Value> {
+            let v = args.0.get("hunk").cloned().ok_or_else(|| rpc_error("bad_args", "missing argument 'hunk'".into()))?;
+            serde_json::from_value(v).map_err(|e| rpc_error("bad_args", format!("bad hunk: {e}")))
+        };
+        Ok(match method {
+            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root })),
+            "queue" => {
+                let task = args.required("task")?;
+                let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);
+                let provider = args.str("provider");
+                let priority = if high { Priority::High } else { Priority::Normal };
+                queue_checked(project, task, provider, priority).and_then(|o| Ok(serde_json::to_value(o)?))
+            }
+            "accept" => self.target(args.str("id")).and_then(|id| {
+                let force = args.0.get("force").and_then(|v| v.as_bool()).unwrap_or(false);
+                exec(Command::Accept { id, force })
+            }),
+            "reject" => self.target(args.str("id")).and_then(|id| exec(Command::Reject { id })),
+            "undo" => command::resolve(project, &args.required("id")?).and_then(|id| exec(Command::Undo { id })),
+            "accept_hunk" | "reject_hunk" => {
+                let (path, hunk) = (args.required("path")?, hunk()?);
+                self.target(args.str("id")).and_then(|id| {
+                    let path = std::path::Path::new(&path).strip_prefix(&project.root).map(|p| p.display().to_string()).unwrap_or(path.clone());
+                    if method == "accept_hunk" { exec(Command::AcceptHunk { id, path, hunk }) } else { exec(Command::RejectHunk { id, path, hunk }) }
+                })
+            }
+            "status" => self.target(args.str("id")).and_then(|id| exec(Command::Status { id })),
+            "diff" => self.target(args.str("id")).and_then(|id| exec(Command::Diff { id, stat: false })),
+            "list" => exec(Command::ListAgents { all: true }),
+            "select" => command::resolve(project, &args.required("id")?).map(|id| {
+                if let Ok(mut s) = self.state.lock() {
+                    s.selected = Some(id.clone());
+                }
+                serde_json::json!({ "id": id })
+            }),
+            "preview" => self.target(args.str("id")).and_then(|id| self.preview(&id, args)),
+            "ghost" => self.ghost_payload(),
+            "health" => Ok(self.health()),
+            other => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
+        })
+    }
+
+    fn preview(&self, id: &str, args: &Args) -> Result<serde_json::Value> {
+        let Output::Preview(m) = command::execute(&self.project, Command::Preview { id: id.to_string() })? else {
+            return Err(Error::Rpc("preview produced no workspace".into()));
+        };
+        // The current buffer's file, relative to the project, opened at the same line.
+        let file = args.str("file").and_then(|f| {
+            std::path::Path::new(&f).strip_prefix(&self.project.root).ok().map(|p| p.display().to_string())
+        });
+        let line = args.0.get("line").and_then(|l| l.as_u64()).map(|l| l as usize);
+        let pane = if crate::tmux::inside_tmux() {
+            Some(crate::tmux::open_preview(&self.project, id, &m.path, file.as_deref(), line)?)
+        } else {
+            None
+        };
+        Ok(serde_json::json!({
+            "id": id, "path": m.path, "pane": pane,
+            "file": file.map(|f| m.path.join(f)), "line": line,
+        }))
+    }
+
+    fn health(&self) -> serde_json::Value {
+        let db = self.project.agentfs().join("stable.db");
+        let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
+        let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        let warnings = crate::config::load(&self.project.home.dir, Some(&self.project.root), &|k| std::env::var(k).ok())
+            .map(|l| l.warnings)
+            .unwrap_or_else(|e| vec![e.to_string()]);
+        serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "root": self.project.root,
+            "cairn_home": self.project.home.dir,
+            "stable_db": db,
+            "stable_db_writable": writable,
+            "tmux": tmux,
+            "inside_tmux": crate::tmux::inside_tmux(),
+            "config_warnings": warnings,
+            "llm_configured": !self.project.config.llm.endpoint.is_empty() || !self.project.config.llm.command.is_empty(),
+        })
+    }
+}
+
+/// `:CairnQueue` with text that names no script uses the `llm` provider, which must be
+/// configured: say so instead of queueing an agent that can only fail.
+fn queue_checked(project: &Project, task: String, provider: Option<String>, priority: Priority) -> Result<Output> {
+    let provider = provider.unwrap_or_else(|| crate::providers::default_for(project, &task).to_string());
+    let names_script = task.ends_with(".pym") || project.root.join(&task).is_file() || project.root.join(format!("{task}.pym")).is_file();
+    if provider == "file" && !names_script {
+        return Err(Error::Usage(format!(
+            "'{task}' is not a .pym script and no LLM is configured: set [llm] endpoint or command in config.toml (see :help cairn-config-llm.endpoint)"
+        )));
+    }
+    command::execute(project, Command::Queue { reference: task, provider: Some(provider), priority })
+}
+
+fn error_value(e: &Error) -> serde_json::Value {
+    serde_json::json!({ "ok": false, "error": { "code": e.code(), "message": e.to_string(), "hint": e.hint() } })
+}
+
+#[async_trait]
+impl nvim_rs::Handler for Handler {
+    type Writer = Writer;
+
+    async fn handle_request(&self, name: String, args: Vec<Value>, _nvim: Neovim<Writer>) -> std::result::Result<Value, Value> {
+        let args = Args::parse(&args)?;
+        let this = self.clone();
+        let method = name.clone();
+        let outcome = tokio::task::spawn_blocking(move || this.dispatch(&method, &args))
+            .await
+            .map_err(|e| rpc_error("internal", format!("request failed: {e}")))??;
+        if matches!(name.as_str(), "accept" | "reject" | "accept_hunk" | "reject_hunk" | "undo" | "select") {
+            self.refresh.notify_one();
+        }
+        let reply = match outcome {
+            Ok(result) => serde_json::json!({ "ok": true, "result": result }),
+            Err(e) => {
+                tracing::info!("{name}: {e}");
+                error_value(&e)
+            }
+        };
+        Ok(to_value(&reply))
+    }
+
+    async fn handle_notify(&self, name: String, _args: Vec<Value>, _nvim: Neovim<Writer>) {
+        // Notifications are handled one at a time: never call back into Neovim from here.
+        if name == "refresh" {
+            self.refresh.notify_one();
+        }
+    }
 }

@@ -225,3 +225,37 @@ pub fn serve(project: &Project, stop: &dyn Fn() -> bool, tick: &mut dyn FnMut())
         Ok(())
     })
 }
+
+/// Everything a long-running cairn process does for a project until `stop` is set: recovery
+/// of interrupted agents, the worker pool, the file watcher and signal polling. `cairn up` and
+/// the Neovim host both run exactly this. `report` receives one-line messages for the user.
+pub fn services(project: &Project, stop: &std::sync::atomic::AtomicBool, report: &(dyn Fn(String) + Sync)) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    for (id, state) in recover(project)? {
+        report(format!("agent {id} {state} after an interrupted run"));
+    }
+    let mut watcher = crate::watcher::Watcher::start(project)?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if let Err(e) = watcher.pump(Duration::from_millis(200)) {
+                    tracing::warn!("watcher: {e}");
+                }
+            }
+        });
+        let polling = project.config.orchestrator.signal_polling;
+        let mut tick = || {
+            if polling {
+                for h in crate::signals::poll(project) {
+                    match h.outcome {
+                        Ok(_) => tracing::info!("signal {} done", h.name),
+                        Err(e) => report(format!("signal {} failed: {e}", h.name)),
+                    }
+                }
+            }
+        };
+        let result = serve(project, &|| stop.load(Ordering::Relaxed), &mut tick);
+        stop.store(true, Ordering::Relaxed);
+        result
+    })
+}

@@ -394,6 +394,12 @@ impl Bin {
         self.get(id)
     }
 
+    /// Replaces the stored submission.
+    pub fn set_submission(&mut self, id: &str, submission: &serde_json::Value) -> Result<()> {
+        self.conn.execute("UPDATE agents SET submission = ?2 WHERE id = ?1", params![id, submission.to_string()])?;
+        Ok(())
+    }
+
     /// Marks an accepted agent as undone.
     pub fn mark_undone(&mut self, id: &str) -> Result<()> {
         self.conn.execute("UPDATE agents SET undone = 1 WHERE id = ?1", [id])?;

@@ -108,6 +108,15 @@ impl Overlay {
         Ok(())
     }
 
+    /// Replaces the recorded base of `path` (after part of the proposal landed in the project).
+    pub fn rebase(&self, path: &str, base: Option<(Hash, u32)>) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO bases(path, hash, mode) VALUES (?1, ?2, ?3)",
+            params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1)],
+        )?;
+        Ok(())
+    }
+
     /// Writes `content` at `path`.
     pub fn write(&self, path: &str, content: &[u8], mode: u32) -> Result<()> {
         let mut st = self

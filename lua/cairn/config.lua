@@ -1,0 +1,95 @@
+--- Options of cairn.nvim: a schema with types, defaults and descriptions, validated by
+--- `require('cairn').setup(opts)`. The same descriptions are in doc/cairn.txt.
+local M = {}
+
+---@class cairn.Keymaps
+---@field accept string|false
+---@field reject string|false
+---@field preview string|false
+
+---@class cairn.Config
+---@field binary string? Path of the cairn binary; default: `cairn` on PATH, else the plugin's target/release/cairn.
+---@field project_root string? Project root; default: nearest ancestor of the cwd with .agentfs/, else the cwd.
+---@field ghost_text boolean Show the selected agent's changes as ghost text.
+---@field auto_reload boolean Reload unmodified buffers after accept and undo.
+---@field keymaps cairn.Keymaps|false Default mappings; false for none.
+
+M.schema = {
+  binary = { type = 'string', optional = true, desc = 'path of the cairn binary' },
+  project_root = { type = 'string', optional = true, desc = 'project root' },
+  ghost_text = { type = 'boolean', default = true, desc = 'show ghost text' },
+  auto_reload = { type = 'boolean', default = true, desc = 'reload unmodified buffers after accept' },
+  keymaps = {
+    type = 'table',
+    allow_false = true,
+    default = { accept = '<leader>a', reject = '<leader>r', preview = '<leader>p' },
+    keys = { accept = true, reject = true, preview = true },
+    desc = 'default mappings',
+  },
+}
+
+---@type cairn.Config
+M.values = vim.deepcopy({
+  ghost_text = true,
+  auto_reload = true,
+  keymaps = M.schema.keymaps.default,
+})
+
+local function fail(msg)
+  error('(cairn) ' .. msg, 0)
+end
+
+--- Validates `opts` against the schema and merges it over the defaults.
+---@param opts table?
+function M.setup(opts)
+  opts = opts or {}
+  if type(opts) ~= 'table' then
+    fail('setup() expects a table, got ' .. type(opts))
+  end
+  for key, value in pairs(opts) do
+    local spec = M.schema[key]
+    if not spec then
+      fail(string.format("unknown option '%s' (known: %s)", key, table.concat(vim.tbl_keys(M.schema), ', ')))
+    end
+    if not (value == false and spec.allow_false) and type(value) ~= spec.type then
+      fail(string.format("option '%s' must be a %s, got %s", key, spec.type, type(value)))
+    end
+    if spec.keys and type(value) == 'table' then
+      for k, v in pairs(value) do
+        if not spec.keys[k] then
+          fail(string.format("unknown key '%s.%s'", key, k))
+        end
+        if v ~= false and type(v) ~= 'string' then
+          fail(string.format("'%s.%s' must be a string or false", key, k))
+        end
+      end
+    end
+  end
+  M.values = vim.tbl_deep_extend('force', M.values, opts)
+  if opts.keymaps == false then
+    M.values.keymaps = false
+  end
+  M.apply_keymaps()
+end
+
+local applied = {}
+
+--- Creates (or removes) the default mappings to the <Plug> mappings.
+function M.apply_keymaps()
+  for _, lhs in pairs(applied) do
+    pcall(vim.keymap.del, 'n', lhs)
+  end
+  applied = {}
+  local maps = M.values.keymaps
+  if not maps then
+    return
+  end
+  for action, lhs in pairs(maps) do
+    if lhs then
+      vim.keymap.set('n', lhs, '<Plug>(cairn-' .. action .. ')', { desc = 'cairn: ' .. action })
+      applied[action] = lhs
+    end
+  end
+end
+
+return M

@@ -1,0 +1,148 @@
+--- Ghost text: the only module that owns the `cairn` namespace and sets extmarks.
+---
+--- The host pushes the selected agent's proposal as `{agent = {id, summary}, files =
+--- {[abs_path] = {path, kind, hunks = {{old_start, removed, added}}}}}` (positions are 0-based
+--- lines of the file on disk). Each hunk renders as: removed lines highlighted `CairnDelete`,
+--- added lines as `virt_lines` in `CairnAdd`, a sign, and one header line naming the agent.
+--- Marks are extmarks, so they follow edits; rows are clamped, so nothing throws at the end
+--- of a buffer.
+local M = {}
+
+M.ns = vim.api.nvim_create_namespace('cairn')
+
+---@type table? the last payload from the host
+M.payload = nil
+
+--- Per buffer: list of {mark = extmark id of the hunk's range, hunk = hunk, path = rel path}.
+---@type table<integer, table[]>
+M.hunk_marks = {}
+
+local function buf_path(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' then
+    return nil
+  end
+  return vim.fn.fnamemodify(name, ':p')
+end
+
+local function lines_chunks(lines, hl)
+  local out = {}
+  for _, l in ipairs(lines) do
+    table.insert(out, { { l, hl } })
+  end
+  return out
+end
+
+--- Clears ghost text from one buffer.
+function M.clear(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  end
+  M.hunk_marks[buf] = nil
+end
+
+--- Renders the hunks of `file` into `buf`.
+function M.render(buf, file, agent)
+  M.clear(buf)
+  if not require('cairn.config').values.ghost_text then
+    return
+  end
+  local set = vim.api.nvim_buf_set_extmark
+  local n = vim.api.nvim_buf_line_count(buf)
+  local function row(r)
+    return math.max(0, math.min(r, n - 1))
+  end
+  local marks = {}
+  for i, h in ipairs(file.hunks or {}) do
+    local removed, added = h.removed or {}, h.added or {}
+    local first = row(h.old_start)
+    local sign = (#removed == 0 and '+') or (#added == 0 and '-') or '~'
+    local range_end
+    if #removed > 0 then
+      local last = row(h.old_start + #removed - 1)
+      for r = first, last do
+        set(buf, M.ns, r, 0, { line_hl_group = 'CairnDelete', sign_text = r == first and sign or nil, sign_hl_group = 'CairnDelete' })
+      end
+      if #added > 0 then
+        set(buf, M.ns, last, 0, { virt_lines = lines_chunks(added, 'CairnAdd') })
+      end
+      range_end = last
+    else
+      -- Pure insertion after line old_start - 1 (before the first line when old_start is 0).
+      local above = h.old_start == 0
+      local anchor = above and 0 or row(h.old_start - 1)
+      set(buf, M.ns, anchor, 0, { virt_lines = lines_chunks(added, 'CairnAdd'), virt_lines_above = above, sign_text = sign, sign_hl_group = 'CairnAdd' })
+      first, range_end = anchor, anchor
+    end
+    if i == 1 then
+      local header = string.format('cairn %s: %s  (%d hunk%s)', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's')
+      set(buf, M.ns, first, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
+    end
+    local mark = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
+    table.insert(marks, { mark = mark, hunk = h, path = file.path })
+  end
+  M.hunk_marks[buf] = marks
+end
+
+--- Renders the current payload into `buf` if it shows one of the proposal's files.
+function M.attach(buf)
+  local path = buf_path(buf)
+  local files = M.payload and M.payload.files
+  if not path or not files or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  local file = files[path]
+  if file then
+    M.render(buf, file, M.payload.agent)
+  elseif M.hunk_marks[buf] then
+    M.clear(buf)
+  end
+end
+
+--- Called by the host with a new payload (`{}` = nothing to show).
+function M.set(payload)
+  if type(payload) ~= 'table' or not payload.agent then
+    payload = nil
+  end
+  M.payload = payload
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) then
+      if payload then
+        M.attach(buf)
+      else
+        M.clear(buf)
+      end
+    end
+  end
+  vim.api.nvim_exec_autocmds('User', { pattern = 'CairnGhost', modeline = false })
+end
+
+--- The hunk under the cursor (or the nearest one) in `buf`: `{path, hunk}`.
+function M.hunk_at_cursor(buf)
+  local marks = M.hunk_marks[buf]
+  if not marks or #marks == 0 then
+    return nil
+  end
+  local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local best, best_dist
+  for _, m in ipairs(marks) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, { details = true })
+    local s = pos[1] or 0
+    local e = (pos[3] and pos[3].end_row) or s
+    local dist = (cur < s and s - cur) or (cur > e and cur - e) or 0
+    if not best_dist or dist < best_dist then
+      best, best_dist = m, dist
+    end
+  end
+  return best
+end
+
+vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWinEnter' }, {
+  group = vim.api.nvim_create_augroup('cairn_ghost', {}),
+  callback = function(ev)
+    M.attach(ev.buf)
+  end,
+  desc = 'cairn: ghost text in buffers opened later',
+})
+
+return M

@@ -1,0 +1,50 @@
+--- :checkhealth cairn
+local M = {}
+
+function M.check()
+  local h = vim.health
+  h.start('cairn')
+  if vim.fn.has('nvim-0.10') == 1 then
+    h.ok('Neovim ' .. tostring(vim.version()))
+  else
+    h.error('Neovim 0.10 or newer is required')
+  end
+  local rpc = require('cairn.rpc')
+  local bin = rpc.binary()
+  if not bin then
+    h.error('cairn binary not found', { 'cargo build --release in the plugin directory', 'or put cairn on PATH', 'or set the binary option' })
+    return
+  end
+  local version = vim.fn.system({ bin, '--version' })
+  h.ok('binary: ' .. bin .. ' (' .. vim.trim(version) .. ')')
+  local info, err = rpc.request('health')
+  if not info then
+    h.error('RPC handshake failed: ' .. (err and err.message or '?'))
+    return
+  end
+  h.ok('RPC handshake: host ' .. info.version .. ' serving ' .. info.root)
+  if info.stable_db_writable then
+    h.ok('sqlite: ' .. info.stable_db .. ' is writable')
+  else
+    h.error('sqlite: ' .. info.stable_db .. ' is not writable')
+  end
+  if info.tmux and info.tmux ~= vim.NIL then
+    h.ok(info.tmux .. (info.inside_tmux and ' (inside tmux: previews open in a split)' or ' (not inside tmux: previews open in a tab)'))
+  else
+    h.warn('tmux not found: previews open in a tab')
+  end
+  if #info.config_warnings == 0 then
+    h.ok('config: no unknown keys (' .. info.cairn_home .. '/config.toml)')
+  else
+    for _, w in ipairs(info.config_warnings) do
+      h.warn('config: ' .. w)
+    end
+  end
+  if info.llm_configured then
+    h.ok('LLM provider configured')
+  else
+    h.info('no LLM configured: :CairnQueue takes .pym scripts only (see :help cairn-config-llm.endpoint)')
+  end
+end
+
+return M

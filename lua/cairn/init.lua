@@ -1,0 +1,136 @@
+--- cairn.nvim: review AI agents' proposals as ghost text. `setup()` is optional.
+local config = require('cairn.config')
+local notify = require('cairn.notify')
+local rpc = require('cairn.rpc')
+
+local M = {}
+
+--- Validates and applies options (see :help cairn-setup).
+---@param opts cairn.Config?
+function M.setup(opts)
+  config.setup(opts)
+end
+
+--- `:CairnQueue[!] {task}`: a .pym path runs that script; other text asks the configured LLM.
+function M.queue(task, high)
+  task = vim.trim(task or '')
+  if task == '' then
+    notify.error('CairnQueue needs a task: a .pym path or a description')
+    return nil
+  end
+  -- The host reports the new agent (and each later state) through on_event.
+  return rpc.call('queue', { task = task, high = high and true or false })
+end
+
+function M.accept(id)
+  return require('cairn.review').accept(id)
+end
+
+function M.reject(id)
+  return require('cairn.review').reject(id)
+end
+
+function M.undo(id)
+  return require('cairn.review').undo(id)
+end
+
+function M.accept_hunk()
+  return require('cairn.review').accept_hunk()
+end
+
+function M.reject_hunk()
+  return require('cairn.review').reject_hunk()
+end
+
+function M.preview(id)
+  return require('cairn.preview').open(id)
+end
+
+function M.select(id)
+  local r = rpc.call('select', { id = id })
+  if r then
+    notify.notify('showing agent ' .. r.id)
+  end
+  return r
+end
+
+local function describe(s)
+  local summary = type(s.submission) == 'table' and s.submission.summary or ''
+  local err = (s.error ~= vim.NIL and s.error) and (' [' .. tostring(s.error_kind) .. ']') or ''
+  return string.format('%s  %-10s %s%s', s.id, s.state, summary ~= '' and summary or s.task, err)
+end
+
+--- `:CairnListTasks`: every agent with its state; choosing one selects it.
+function M.list()
+  local agents = rpc.call('list')
+  if not agents then
+    return
+  end
+  local items = agents.agents or {}
+  if #items == 0 then
+    notify.notify('no agents')
+    return
+  end
+  vim.ui.select(items, { prompt = 'cairn agents', format_item = describe }, function(choice)
+    if choice then
+      M.select(choice.id)
+    end
+  end)
+end
+
+function M.status(id)
+  local s = rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict())
+  if s then
+    local lines = { describe(s) }
+    for _, c in ipairs(s.changes or {}) do
+      table.insert(lines, string.format('  %-9s %s', c.kind, c.path))
+    end
+    notify.notify(table.concat(lines, '\n'))
+  end
+  return s
+end
+
+--- `:CairnDiff`: the unified diff in a scratch buffer.
+function M.diff(id)
+  local d = rpc.call('diff', (id and id ~= '') and { id = id } or vim.empty_dict())
+  if d then
+    vim.cmd('tabnew')
+    local buf = vim.api.nvim_get_current_buf()
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'wipe'
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(d.text, '\n', { trimempty = true }))
+    vim.bo[buf].filetype = 'diff'
+    vim.bo[buf].modifiable = false
+    pcall(vim.api.nvim_buf_set_name, buf, 'cairn://diff/' .. d.id)
+  end
+  return d
+end
+
+--- Completion of agent ids.
+function M.complete_ids(arglead)
+  if not rpc.chan then
+    return {}
+  end
+  local r = rpc.request('list')
+  local out = {}
+  for _, s in ipairs((r and r.agents) or {}) do
+    if vim.startswith(s.id, arglead or '') then
+      table.insert(out, s.id)
+    end
+  end
+  return out
+end
+
+local levels = { errored = vim.log.levels.ERROR, rejected = vim.log.levels.WARN }
+
+--- Called by the host for every state change.
+function M.on_event(ev)
+  local msg = string.format('agent %s %s', ev.id, ev.state)
+  if ev.message and ev.message ~= '' then
+    msg = msg .. ': ' .. ev.message
+  end
+  notify.notify(msg, levels[ev.state])
+  vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
+end
+
+return M

@@ -1,0 +1,119 @@
+--- The only module that knows the Rust process: finds the binary, starts `cairn nvim` with
+--- jobstart({rpc = true}) on first use, sends requests, stops it on exit.
+local config = require('cairn.config')
+local notify = require('cairn.notify')
+
+local M = {}
+
+---@type integer?
+M.chan = nil
+
+local function plugin_root()
+  local src = debug.getinfo(1, 'S').source:sub(2)
+  return vim.fn.fnamemodify(src, ':p:h:h:h')
+end
+
+--- The cairn binary: the `binary` option, `cairn` on PATH, or the plugin's own build.
+---@return string?
+function M.binary()
+  local candidates = {}
+  if config.values.binary then
+    table.insert(candidates, config.values.binary)
+  end
+  local on_path = vim.fn.exepath('cairn')
+  if on_path ~= '' then
+    table.insert(candidates, on_path)
+  end
+  table.insert(candidates, plugin_root() .. '/target/release/cairn')
+  for _, c in ipairs(candidates) do
+    if vim.fn.executable(c) == 1 then
+      return c
+    end
+  end
+  return nil
+end
+
+--- The project root: the option, the nearest ancestor with .agentfs/, else the cwd.
+function M.project_root()
+  if config.values.project_root then
+    return vim.fn.fnamemodify(config.values.project_root, ':p'):gsub('/$', '')
+  end
+  local found = vim.fs.find('.agentfs', { upward = true, type = 'directory', path = vim.fn.getcwd() })[1]
+  return found and vim.fs.dirname(found) or vim.fn.getcwd()
+end
+
+--- Starts the host if it is not running. Returns the channel or nil (after telling the user).
+---@return integer?
+function M.start()
+  if M.chan then
+    return M.chan
+  end
+  local bin = M.binary()
+  if not bin then
+    notify.error('cairn binary not found: put it on PATH, build it (cargo build --release), or set the binary option')
+    return nil
+  end
+  local root = M.project_root()
+  local ok, chan = pcall(vim.fn.jobstart, { bin, '--project-root', root, 'nvim' }, {
+    rpc = true,
+    cwd = root,
+    on_exit = function(_, code)
+      M.chan = nil
+      if code ~= 0 and code ~= 143 and not vim.v.exiting then
+        notify.error('the cairn host exited (' .. code .. '); see $CAIRN_HOME/logs/cairn.log')
+      end
+    end,
+  })
+  if not ok or chan <= 0 then
+    notify.error('could not start ' .. bin .. ': ' .. tostring(chan))
+    return nil
+  end
+  M.chan = chan
+  M.root = root
+  vim.api.nvim_create_autocmd('VimLeavePre', {
+    group = vim.api.nvim_create_augroup('cairn_rpc', {}),
+    callback = M.stop,
+    desc = 'cairn: stop the host',
+  })
+  return chan
+end
+
+function M.stop()
+  if M.chan then
+    pcall(vim.fn.jobstop, M.chan)
+    M.chan = nil
+  end
+end
+
+--- Sends a request. Returns the result, or nil and the error `{code, message, hint}`.
+---@param method string
+---@param args table?
+---@return any, table?
+function M.request(method, args)
+  local chan = M.start()
+  if not chan then
+    return nil, { code = 'no_host', message = 'the cairn host is not running' }
+  end
+  local ok, reply = pcall(vim.rpcrequest, chan, method, args or vim.empty_dict())
+  if not ok then
+    return nil, { code = 'rpc', message = tostring(reply) }
+  end
+  if type(reply) ~= 'table' then
+    return nil, { code = 'rpc', message = 'malformed reply: ' .. vim.inspect(reply) }
+  end
+  if reply.ok then
+    return reply.result, nil
+  end
+  return nil, reply.error
+end
+
+--- Like request, but tells the user about an error.
+function M.call(method, args)
+  local result, err = M.request(method, args)
+  if err then
+    notify.host_error(err)
+  end
+  return result, err
+end
+
+return M

@@ -1,0 +1,47 @@
+-- cairn.nvim: commands, <Plug> mappings and highlight links. Everything else loads on first use.
+if vim.g.loaded_cairn then
+  return
+end
+vim.g.loaded_cairn = true
+
+local function cairn()
+  return require('cairn')
+end
+
+local function ids(arglead)
+  return cairn().complete_ids(arglead)
+end
+
+local cmd = vim.api.nvim_create_user_command
+cmd('CairnQueue', function(o) cairn().queue(o.args, o.bang) end, { nargs = '+', bang = true, complete = 'file', desc = 'Queue an agent (! = high priority)' })
+cmd('CairnAccept', function(o) cairn().accept(o.args) end, { nargs = '?', complete = ids, desc = 'Accept an agent' })
+cmd('CairnReject', function(o) cairn().reject(o.args) end, { nargs = '?', complete = ids, desc = 'Reject an agent' })
+cmd('CairnPreview', function(o) cairn().preview(o.args) end, { nargs = '?', complete = ids, desc = "Open the agent's workspace" })
+cmd('CairnListTasks', function() cairn().list() end, { desc = 'List agents and select one' })
+cmd('CairnSelect', function(o) cairn().select(o.args) end, { nargs = 1, complete = ids, desc = 'Show this agent as ghost text' })
+cmd('CairnStatus', function(o) cairn().status(o.args) end, { nargs = '?', complete = ids, desc = 'Show an agent' })
+cmd('CairnDiff', function(o) cairn().diff(o.args) end, { nargs = '?', complete = ids, desc = "Show an agent's diff" })
+cmd('CairnUndo', function(o) cairn().undo(o.args) end, { nargs = 1, complete = ids, desc = 'Undo an accept' })
+cmd('CairnAcceptHunk', function() cairn().accept_hunk() end, { desc = 'Accept the hunk under the cursor' })
+cmd('CairnRejectHunk', function() cairn().reject_hunk() end, { desc = 'Reject the hunk under the cursor' })
+
+local map = vim.keymap.set
+map('n', '<Plug>(cairn-accept)', function() cairn().accept('') end, { desc = 'cairn: accept' })
+map('n', '<Plug>(cairn-reject)', function() cairn().reject('') end, { desc = 'cairn: reject' })
+map('n', '<Plug>(cairn-preview)', function() cairn().preview('') end, { desc = 'cairn: preview' })
+map('n', '<Plug>(cairn-accept-hunk)', function() cairn().accept_hunk() end, { desc = 'cairn: accept hunk' })
+map('n', '<Plug>(cairn-reject-hunk)', function() cairn().reject_hunk() end, { desc = 'cairn: reject hunk' })
+
+local function highlights()
+  local hl = vim.api.nvim_set_hl
+  hl(0, 'CairnAdd', { link = 'DiffAdd', default = true })
+  hl(0, 'CairnDelete', { link = 'DiffDelete', default = true })
+  hl(0, 'CairnHeader', { link = 'Comment', default = true })
+end
+highlights()
+vim.api.nvim_create_autocmd('ColorScheme', { group = vim.api.nvim_create_augroup('cairn_highlights', {}), callback = highlights, desc = 'cairn: default highlight links' })
+
+-- Default mappings unless setup({ keymaps = false }) ran first or vim.g.cairn_keymaps is false.
+if vim.g.cairn_keymaps ~= false then
+  require('cairn.config').apply_keymaps()
+end

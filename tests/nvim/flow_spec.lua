@@ -1,0 +1,147 @@
+-- queue -> ghost text (also in a buffer opened later) -> accept / reject / one hunk of two,
+-- live updates from the CLI, :checkhealth, :help, RPC robustness.
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
+
+local APP = 'a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n'
+local root = H.project({
+  ['src/app.py'] = APP,
+  ['src/other.py'] = 'x = 1\n',
+  ['agents/two.pym'] = [[
+c = await read_file("src/app.py")
+await write_file("src/app.py", c.replace("a = 1", "a = 100").replace("f = 6", "f = 600\ng = 7"))
+await write_file("src/other.py", "x = 2\n")
+await submit_result("two hunks", ["src/app.py", "src/other.py"])
+]],
+  ['agents/del.pym'] = 'c = read_file("src/app.py")\nwrite_file("src/app.py", c.replace("c = 3\\n", ""))\nsubmit_result("drop c", ["src/app.py"])\n',
+})
+
+local function open(rel)
+  vim.cmd.edit(vim.fn.fnameescape(root .. '/' .. rel))
+  return vim.api.nvim_get_current_buf()
+end
+
+H.test('queue shows ghost text in a loaded buffer and in one opened later', function()
+  local buf = open('src/app.py')
+  require('cairn').queue('agents/two.pym', false)
+  H.wait(10000, function() return H.hunks(buf) == 2 end, 'two ghost hunks')
+  local virt = H.virt_text(buf)
+  H.ok(vim.tbl_contains(virt, 'a = 100') and vim.tbl_contains(virt, 'f = 600') and vim.tbl_contains(virt, 'g = 7'), vim.inspect(virt))
+  H.ok(virt[1]:match('^cairn %x+: two hunks'), 'header names the agent: ' .. virt[1])
+  local deleted = 0
+  for _, m in ipairs(H.marks(buf)) do
+    if m.d.line_hl_group == 'CairnDelete' then
+      deleted = deleted + 1
+    end
+  end
+  H.eq(deleted, 2, 'removed lines highlighted')
+  local other = open('src/other.py')
+  H.wait(2000, function() return H.hunks(other) == 1 end, 'ghost in a buffer opened later')
+  H.ok(vim.tbl_contains(H.virt_text(other), 'x = 2'))
+  H.eq(H.read(root .. '/src/app.py'), APP, 'disk untouched before accept')
+end)
+
+H.test('accept one hunk of two keeps the other shown and correct', function()
+  local buf = open('src/app.py')
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  require('cairn').accept_hunk()
+  H.eq(H.read(root .. '/src/app.py'), 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n', 'disk after one hunk')
+  H.wait(3000, function() return H.hunks(buf) == 1 end, 'one hunk left')
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], 'a = 100', 'buffer reloaded')
+  local virt = H.virt_text(buf)
+  H.ok(vim.tbl_contains(virt, 'f = 600') and not vim.tbl_contains(virt, 'a = 100'), vim.inspect(virt))
+end)
+
+H.test('accept writes disk, reloads without prompt, clears ghost', function()
+  local buf = open('src/app.py')
+  local other = vim.fn.bufnr(root .. '/src/other.py')
+  require('cairn').accept('')
+  H.eq(H.read(root .. '/src/app.py'), 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 600\ng = 7\n', 'disk after accept')
+  H.eq(vim.api.nvim_buf_get_lines(buf, 5, -1, false), { 'f = 600', 'g = 7' }, 'buffer reloaded')
+  H.eq(vim.bo[buf].modified, false, 'buffer not modified')
+  H.wait(3000, function() return #H.marks(buf) == 0 and #H.marks(other) == 0 end, 'ghost cleared')
+end)
+
+H.test('reject clears ghost and leaves disk alone', function()
+  local buf = open('src/app.py')
+  local before = H.read(root .. '/src/app.py')
+  require('cairn').queue('agents/del.pym', true)
+  H.wait(10000, function() return H.hunks(buf) == 1 end, 'ghost of the delete')
+  require('cairn').reject('')
+  H.wait(3000, function() return #H.marks(buf) == 0 end, 'ghost cleared')
+  H.eq(H.read(root .. '/src/app.py'), before, 'disk unchanged')
+end)
+
+H.test('an agent run from the CLI shows up live; a modified buffer is not reloaded', function()
+  local buf = open('src/app.py')
+  local bin = require('cairn.rpc').binary()
+  vim.fn.system({ bin, '--project-root', root, 'run', 'agents/del.pym' })
+  H.eq(vim.v.shell_error, 0, 'cairn run')
+  H.wait(2000, function() return H.hunks(buf) == 1 end, 'ghost from an agent run outside Neovim')
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { '# my unsaved edit' })
+  local messages = {}
+  local orig = vim.notify
+  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
+  require('cairn').accept('')
+  vim.notify = orig
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], '# my unsaved edit', 'edits kept')
+  H.ok(table.concat(messages, '\n'):find('unsaved edits'), 'warned: ' .. table.concat(messages, ' | '))
+  H.ok(not H.read(root .. '/src/app.py'):find('c = 3'), 'accepted on disk')
+  vim.cmd('edit!')
+end)
+
+H.test(':checkhealth cairn', function()
+  vim.cmd('checkhealth cairn')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  H.ok(text:find('RPC handshake: host'), text)
+  H.ok(text:find('binary: '), text)
+  H.ok(text:find('is writable'), text)
+  H.ok(not text:find('ERROR'), text)
+  vim.cmd('bwipeout')
+end)
+
+H.test(':help cairn', function()
+  vim.cmd('helptags ' .. vim.fn.fnameescape(H.repo .. '/doc'))
+  vim.cmd('help cairn')
+  H.ok(vim.api.nvim_buf_get_name(0):match('doc/cairn%.txt$'), vim.api.nvim_buf_get_name(0))
+  vim.cmd('help :CairnAcceptHunk')
+  H.ok(vim.api.nvim_get_current_line():find('CairnAcceptHunk'), vim.api.nvim_get_current_line())
+  vim.cmd('help cairn-config-ui.keymaps')
+  vim.cmd('close')
+end)
+
+H.test('garbage and unknown methods get an error reply; the host keeps serving', function()
+  local chan = require('cairn.rpc').chan
+  local cases = {
+    { 'no_such_method', vim.empty_dict() },
+    { 'accept', 42 },
+    { 'queue', { task = { 1, 2 } } },
+    { 'accept_hunk', { path = 'src/app.py', hunk = 'not a hunk' } },
+    { 'select', { id = string.rep('z', 5000) } },
+  }
+  for _, c in ipairs(cases) do
+    local ok, err = pcall(vim.rpcrequest, chan, c[1], c[2])
+    local reply_error = ok and type(err) == 'table' and err.ok == false
+    H.ok((not ok and tostring(err):find('cairn')) or reply_error, c[1] .. ': ' .. vim.inspect(err))
+  end
+  pcall(vim.rpcnotify, chan, 'garbage', { 1, 2, 3 })
+  local pong = require('cairn.rpc').request('ping')
+  H.ok(pong and pong.version, 'host still answers')
+end)
+
+H.test('undo restores and reloads', function()
+  local buf = open('src/app.py')
+  local list = require('cairn.rpc').request('list').agents
+  local accepted
+  for _, s in ipairs(list) do
+    if s.state == 'accepted' and s.task == 'agents/two.pym' then
+      accepted = s.id
+    end
+  end
+  H.ok(accepted, 'an accepted agent')
+  -- The two-hunk agent's change to other.py is still as accepted: undo may proceed for it.
+  local r, err = require('cairn.rpc').request('undo', { id = accepted })
+  H.ok(r or (err and err.code == 'edited_since_accept'), vim.inspect(err))
+  H.ok(buf > 0)
+end)
+
+H.finish()
