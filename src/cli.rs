@@ -229,8 +229,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let out = command::execute(&project, Command::Preview { id: id.clone() })?;
             if let Output::Preview(m) = &out {
                 if tmux {
-                    let id = command::resolve(&project, &id)?;
-                    crate::tmux::open_preview(&project, &id, &m.path, None, None)?;
+                    crate::tmux::open_preview(&project, "nvim", &m.path, None, None)?;
                 }
                 println!("{}", m.path.display());
             }

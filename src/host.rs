@@ -282,7 +282,8 @@ impl Handler {
         });
         let line = args.0.get("line").and_then(|l| l.as_u64()).map(|l| l as usize);
         let pane = if crate::tmux::inside_tmux() {
-            Some(crate::tmux::open_preview(&self.project, id, &m.path, file.as_deref(), line)?)
+            let editor = args.str("editor").unwrap_or_else(|| "nvim".into());
+            Some(crate::tmux::open_preview(&self.project, &editor, &m.path, file.as_deref(), line)?)
         } else {
             None
         };

@@ -20,13 +20,13 @@ pub fn inside_tmux() -> bool {
     std::env::var_os("TMUX").is_some_and(|v| !v.is_empty())
 }
 
-/// Opens (or reuses) the preview pane on `workspace`, at `file:line` when given. Returns the
-/// pane id.
-pub fn open_preview(project: &Project, _id: &str, workspace: &Path, file: Option<&str>, line: Option<usize>) -> Result<String> {
+/// Opens (or reuses) the preview pane on `workspace`, running `editor` (Neovim) at
+/// `file:line` when given. Returns the pane id.
+pub fn open_preview(project: &Project, editor: &str, workspace: &Path, file: Option<&str>, line: Option<usize>) -> Result<String> {
     if !inside_tmux() {
         return Err(Error::Usage("not inside tmux: open the workspace path yourself, or run cairn inside tmux".into()));
     }
-    let mut cmd = String::from("nvim");
+    let mut cmd = shell_quote(editor);
     if let Some(f) = file {
         if let Some(l) = line {
             cmd.push_str(&format!(" +{l}"));

@@ -57,6 +57,12 @@ function M.render(buf, file, agent)
     local removed, added = h.removed or {}, h.added or {}
     local first = row(h.old_start)
     local sign = (#removed == 0 and '+') or (#added == 0 and '-') or '~'
+    if i == 1 then
+      -- Created before the hunk's own marks: virtual lines on one row show in creation order.
+      local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
+      local header = string.format('cairn %s: %s  (%d hunk%s)', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's')
+      set(buf, M.ns, at, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
+    end
     local range_end
     if #removed > 0 then
       local last = row(h.old_start + #removed - 1)
@@ -74,14 +80,32 @@ function M.render(buf, file, agent)
       set(buf, M.ns, anchor, 0, { virt_lines = lines_chunks(added, 'CairnAdd'), virt_lines_above = above, sign_text = sign, sign_hl_group = 'CairnAdd' })
       first, range_end = anchor, anchor
     end
-    if i == 1 then
-      local header = string.format('cairn %s: %s  (%d hunk%s)', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's')
-      set(buf, M.ns, first, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
-    end
     local mark = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
     table.insert(marks, { mark = mark, hunk = h, path = file.path })
   end
   M.hunk_marks[buf] = marks
+  M.show_top_fill(buf)
+end
+
+--- Virtual lines above the first line only show when the window's `topfill` makes room:
+--- set it in every window that shows the top of `buf`.
+function M.show_top_fill(buf)
+  local above = 0
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, M.ns, { 0, 0 }, { 0, -1 }, { details = true })) do
+    if m[4].virt_lines_above and m[4].virt_lines then
+      above = above + #m[4].virt_lines
+    end
+  end
+  if above == 0 then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_call(win, function()
+      if vim.fn.line('w0') == 1 then
+        vim.fn.winrestview({ topfill = above })
+      end
+    end)
+  end
 end
 
 --- Renders the current payload into `buf` if it shows one of the proposal's files.

@@ -6,7 +6,7 @@ local notify = require('cairn.notify')
 local M = {}
 
 function M.open(id)
-  local args = { file = vim.fn.expand('%:p'), line = vim.api.nvim_win_get_cursor(0)[1] }
+  local args = { file = vim.fn.expand('%:p'), line = vim.api.nvim_win_get_cursor(0)[1], editor = vim.v.progpath }
   if id and id ~= '' then
     args.id = id
   end
