@@ -54,6 +54,7 @@ keys! {
     "llm" "temperature" Kind::Float, "0.2", "Sampling temperature.";
     "llm" "max_tokens" Kind::Int { min: 1 }, "2000", "Maximum tokens of one completion.";
     "llm" "timeout_seconds" Kind::Int { min: 1 }, "120", "Timeout of one LLM request.";
+    "llm" "repair_attempts" Kind::Int { min: 0 }, "1", "How many times generated code that fails the pre-flight check is sent back to the model for a repair.";
     "gc" "max_age_hours" Kind::Int { min: 0 }, "168", "Terminal agents older than this are removed by `cairn gc`.";
     "gc" "keep_latest" Kind::Int { min: 0 }, "3", "The newest terminal agents kept by `cairn gc` whatever their age.";
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
@@ -94,6 +95,11 @@ pub struct Llm {
     pub temperature: f64,
     pub max_tokens: u64,
     pub timeout_seconds: u64,
+    pub repair_attempts: u64,
+    /// The API key, read at load time from the variable named by `api_key_env` (never from a
+    /// file, never serialized).
+    #[serde(skip)]
+    pub api_key: Option<String>,
 }
 
 /// `[gc]`.
@@ -268,7 +274,9 @@ pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -
             section_mut(&mut table, def.section).insert(def.key.to_string(), value);
         }
     }
-    Ok(Loaded { config: from_table(table)?, warnings })
+    let mut config = from_table(table)?;
+    config.llm.api_key = env(&config.llm.api_key_env).filter(|k| !k.is_empty());
+    Ok(Loaded { config, warnings })
 }
 
 #[cfg(test)]

@@ -309,7 +309,7 @@ impl Handler {
             "tmux": tmux,
             "inside_tmux": crate::tmux::inside_tmux(),
             "config_warnings": warnings,
-            "llm_configured": !self.project.config.llm.endpoint.is_empty() || !self.project.config.llm.command.is_empty(),
+            "llm_configured": crate::llm::configured(&self.project.config.llm),
         })
     }
 }

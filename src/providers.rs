@@ -21,8 +21,7 @@ pub fn validate(name: &str) -> Result<()> {
 /// The provider used when none is named: `file` for a reference that names a script,
 /// `llm` for other text when an LLM is configured, `file` otherwise (which then explains).
 pub fn default_for(project: &Project, reference: &str) -> &'static str {
-    let llm_configured = !project.config.llm.endpoint.is_empty() || !project.config.llm.command.is_empty();
-    if reference.ends_with(".pym") || resolve_file(project, reference).is_some() || !llm_configured {
+    if reference.ends_with(".pym") || resolve_file(project, reference).is_some() || !crate::llm::configured(&project.config.llm) {
         "file"
     } else {
         "llm"
@@ -36,7 +35,7 @@ fn resolve_file(project: &Project, reference: &str) -> Option<PathBuf> {
     [base, with_suffix].into_iter().find(|p| p.is_file())
 }
 
-/// Produces the code of an agent. `on_generating` is called before a slow provider starts.
+/// Produces the code of an agent (the agent is `generating` meanwhile).
 pub fn get_code(project: &Project, provider: &str, reference: &str) -> Result<String> {
     let fail = |message: String| Error::Provider { provider: provider.to_string(), message };
     match provider {

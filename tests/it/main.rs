@@ -9,6 +9,7 @@ mod crash;
 mod externals;
 mod invariants;
 mod lifecycle;
+mod llm;
 mod sandbox;
 mod signals;
 mod watcher;

@@ -89,6 +89,16 @@ H.test('an agent run from the CLI shows up live; a modified buffer is not reload
   vim.cmd('edit!')
 end)
 
+H.test(':CairnQueue with a task in words and no LLM configured says so', function()
+  local messages = {}
+  local orig = vim.notify
+  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
+  local r = require('cairn').queue('add docstrings to utils.py', false)
+  vim.notify = orig
+  H.eq(r, nil, 'nothing queued')
+  H.ok(table.concat(messages, '\n'):find('no LLM is configured'), table.concat(messages, ' | '))
+end)
+
 H.test(':checkhealth cairn', function()
   vim.cmd('checkhealth cairn')
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
