@@ -9,6 +9,16 @@ use crate::lifecycle::{Priority, State};
 use crate::project::{Home, Project};
 use clap::{Parser, Subcommand};
 use std::io::Write;
+
+/// `println!` that never panics: a closed pipe (`cairn list-agents | head`) is not an error.
+macro_rules! outln {
+    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stdout().lock(), $($arg)*); }};
+}
+
+/// `eprintln!` that never panics (stderr may be closed, as under `jobstart`).
+macro_rules! errln {
+    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stderr().lock(), $($arg)*); }};
+}
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -153,7 +163,7 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
     };
     let loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
     for w in &loaded.warnings {
-        eprintln!("cairn: warning: {w}");
+        errln!("cairn: warning: {w}");
         tracing::warn!("{w}");
     }
     Project::new(&root, Home::new(home), loaded.config)
@@ -192,7 +202,7 @@ pub fn render_error(e: &Error) {
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    outln!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
@@ -231,7 +241,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
                 if tmux {
                     crate::tmux::open_preview(&project, "nvim", &m.path, None, None)?;
                 }
-                println!("{}", m.path.display());
+                outln!("{}", m.path.display());
             }
             return Ok(0);
         }
@@ -261,10 +271,10 @@ fn render_check(out: &command::CheckReport, json: bool) -> i32 {
     if json {
         let _ = print_json(out);
     } else if out.ok {
-        println!("{}: ok", out.file);
+        outln!("{}: ok", out.file);
     } else {
         for d in &out.diagnostics {
-            println!("{}:{}:{}: {}", out.file, d.line, d.col, d.message);
+            outln!("{}:{}:{}: {}", out.file, d.line, d.col, d.message);
         }
     }
     if out.ok {
@@ -291,61 +301,63 @@ fn summary(s: &Status) -> String {
 fn render(project: &Project, out: &Output) -> i32 {
     match out {
         Output::Init(r) => {
-            println!("indexed {} files and {} directories in {} ({} hashed)", r.files, r.dirs, project.root.display(), r.hashed);
+            outln!("indexed {} files and {} directories in {} ({} hashed)", r.files, r.dirs, project.root.display(), r.hashed);
         }
         Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {
-            println!("{}", s.id);
-            eprintln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.as_deref().unwrap_or("error"), s.error.as_deref().unwrap_or(""));
+            outln!("{}", s.id);
+            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.as_deref().unwrap_or("error"), s.error.as_deref().unwrap_or(""));
             return 1;
         }
-        Output::Agent(s) if s.state == State::Rejected => println!("rejected {}", s.id),
-        Output::Agent(s) => println!("{}", s.id),
+        Output::Agent(s) if s.state == State::Rejected => outln!("rejected {}", s.id),
+        Output::Agent(s) => outln!("{}", s.id),
         Output::Status(s) => render_status(s),
         Output::Agents { agents } => {
             if agents.is_empty() {
-                println!("no agents");
+                outln!("no agents");
             }
             for s in agents {
                 let extra = if s.state == State::Errored { s.error_kind.clone().unwrap_or_default() } else { summary(s) };
                 let task: String = s.task.lines().next().unwrap_or("").chars().take(50).collect();
-                println!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
+                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
         }
-        Output::Diff(d) => print!("{}", d.text),
+        Output::Diff(d) => {
+            let _ = write!(std::io::stdout().lock(), "{}", d.text);
+        }
         Output::Accepted(r) => {
-            println!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
+            outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
             if !r.forced.is_empty() {
-                eprintln!("cairn: warning: --force overwrote changes to {}", r.forced.join(", "));
+                errln!("cairn: warning: --force overwrote changes to {}", r.forced.join(", "));
             }
         }
-        Output::Undone(r) => println!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
-        Output::Preview(m) => println!("{}", m.path.display()),
+        Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
+        Output::Preview(m) => outln!("{}", m.path.display()),
         Output::Check(c) => return render_check(c, false),
-        Output::Gc(r) => println!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
+        Output::Gc(r) => outln!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
         Output::Hunks { files, .. } => {
             for f in files {
-                println!("{}: {} hunk(s)", f.path, f.hunks.len());
+                outln!("{}: {} hunk(s)", f.path, f.hunks.len());
             }
         }
-        Output::Hunk(r) => println!("{} {}: {} hunk(s) left, agent {}", r.id, r.path, r.remaining, r.state),
+        Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, r.path, r.remaining, r.state),
     }
     0
 }
 
 fn render_status(s: &Status) {
-    println!("agent     {}", s.id);
-    println!("state     {}", s.state);
-    println!("task      {}", s.task.lines().next().unwrap_or(""));
-    println!("provider  {}  priority {}", s.provider, s.priority);
-    println!("created   {}  changed {}", s.created_at, s.state_changed_at);
+    outln!("agent     {}", s.id);
+    outln!("state     {}", s.state);
+    outln!("task      {}", s.task.lines().next().unwrap_or(""));
+    outln!("provider  {}  priority {}", s.provider, s.priority);
+    outln!("created   {}  changed {}", s.created_at, s.state_changed_at);
     if !summary(s).is_empty() {
-        println!("summary   {}", summary(s));
+        outln!("summary   {}", summary(s));
     }
     if let Some(e) = &s.error {
-        println!("error     ({}) {}", s.error_kind.as_deref().unwrap_or("error"), e);
+        outln!("error     ({}) {}", s.error_kind.as_deref().unwrap_or("error"), e);
     }
     for c in &s.changes {
-        println!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.path);
+        outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.path);
     }
 }
 
@@ -355,6 +367,6 @@ fn up(project: &Project) -> Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
     }
-    eprintln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
-    crate::orchestrator::services(project, &stop, &|line| eprintln!("cairn: {line}"))
+    errln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
+    crate::orchestrator::services(project, &stop, &|line| errln!("cairn: {line}"))
 }

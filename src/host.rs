@@ -52,10 +52,15 @@ pub fn run(project: Project) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("tokio runtime", e))?;
-    rt.block_on(serve(project))
+    let result = rt.block_on(serve(project));
+    // Do not wait for blocking threads: one of them is parked reading stdin.
+    rt.shutdown_background();
+    result
 }
 
 async fn serve(project: Project) -> Result<()> {
+    // First of all: from here on SIGTERM means "exit cleanly".
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
     let project = Arc::new(project.with_pool(2));
     let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default() };
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler.clone()).await.map_err(|e| Error::Rpc(e.to_string()))?;
@@ -70,8 +75,6 @@ async fn serve(project: Project) -> Result<()> {
         })
     };
     let poller = tokio::spawn(poll_events(handler.clone(), nvim.clone()));
-
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
     tokio::select! {
         r = io => match r {
             Ok(Err(e)) if !e.is_channel_closed() => tracing::warn!("rpc loop ended: {e}"),
@@ -81,8 +84,9 @@ async fn serve(project: Project) -> Result<()> {
     }
     poller.abort();
     stop.store(true, Ordering::Relaxed);
-    // Neovim sends SIGKILL about 2 s after SIGTERM; a running agent must not hold us past that.
-    let _ = tokio::task::spawn_blocking(move || services.join()).await;
+    // Neovim sends SIGKILL about 2 s after SIGTERM: give the services a second to stop, then
+    // leave. An agent still running is re-queued by the next worker's recovery.
+    let _ = tokio::time::timeout(Duration::from_secs(1), tokio::task::spawn_blocking(move || services.join())).await;
     Ok(())
 }
 

@@ -58,7 +58,7 @@ fn recv() -> Reply {
 pub fn main(selftest: bool) -> i32 {
     if selftest {
         let report = confine::selftest();
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+        let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).unwrap_or_default());
         return 0;
     }
     let mut applied = confine::early();

@@ -164,3 +164,58 @@ fn preview_materializes_and_gc_runs() {
     }
     assert!(f.cairn(&["gc"]).ok().stdout.contains("removed 0 agents"));
 }
+
+#[test]
+fn nvim_host_exits_cleanly_on_closed_channel_and_on_sigterm() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let f = project();
+    f.cairn(&["init"]).ok();
+    for how in ["close", "sigterm"] {
+        let mut child = f.cmd().arg("nvim").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        // The host is up once it sends its first request (the initial ghost state).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                match stdout.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        all.extend_from_slice(&buf[..n]);
+                        let _ = tx.send(());
+                    }
+                }
+            }
+            all
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the host never spoke");
+        match how {
+            "close" => drop(child.stdin.take()),
+            _ => {
+                let _ = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            }
+        }
+        let t = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t.elapsed() < std::time::Duration::from_secs(2), "host still running 2 s after {how}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(status.success(), "{how}: {status}");
+        // Everything on stdout is msgpack-RPC: requests [0, id, method, args] or notifications.
+        let bytes = reader.join().unwrap();
+        let mut cursor = std::io::Cursor::new(&bytes[..]);
+        let mut messages = 0;
+        while (cursor.position() as usize) < bytes.len() {
+            let v = rmpv::decode::read_value(&mut cursor).unwrap_or_else(|e| panic!("{how}: not msgpack on stdout: {e}"));
+            let kind = v.as_array().and_then(|a| a.first()).and_then(|k| k.as_u64());
+            assert!(matches!(kind, Some(0) | Some(2)), "{how}: not an RPC message: {v}");
+            messages += 1;
+        }
+        assert!(messages >= 1);
+    }
+}
