@@ -40,6 +40,25 @@ H.test('queue shows ghost text in a loaded buffer and in one opened later', func
   H.eq(H.read(root .. '/src/app.py'), APP, 'disk untouched before accept')
 end)
 
+H.test('preview outside tmux opens the workspace file in a new tab with a notice', function()
+  vim.env.TMUX = nil
+  open('src/app.py')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  local tabs = #vim.api.nvim_list_tabpages()
+  local messages = {}
+  local orig = vim.notify
+  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
+  require('cairn').preview('')
+  vim.notify = orig
+  H.eq(#vim.api.nvim_list_tabpages(), tabs + 1, 'a new tab')
+  local name = vim.api.nvim_buf_get_name(0)
+  H.ok(name:find(vim.env.CAIRN_HOME .. '/workspaces/', 1, true) and name:find('src/app.py', 1, true), name)
+  H.eq(vim.api.nvim_get_current_line(), 'c = 3', 'same line')
+  H.eq(vim.api.nvim_buf_get_lines(0, 0, 1, false)[1], 'a = 100', "the agent's version")
+  H.ok(table.concat(messages, '\n'):find('not inside tmux'), table.concat(messages, ' | '))
+  vim.cmd('tabclose')
+end)
+
 H.test('accept one hunk of two keeps the other shown and correct', function()
   local buf = open('src/app.py')
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
