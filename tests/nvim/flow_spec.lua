@@ -118,6 +118,39 @@ H.test(':CairnQueue with a task in words and no LLM configured says so', functio
   H.ok(table.concat(messages, '\n'):find('no LLM is configured'), table.concat(messages, ' | '))
 end)
 
+H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnListTasks switch', function()
+  local buf = open('src/app.py')
+  vim.cmd('edit!')
+  local bin = require('cairn.rpc').binary()
+  local first = vim.trim(vim.fn.system({ bin, '--project-root', root, 'run', '--provider', 'inline', "write_file('src/app.py', 'first version\\n')" }))
+  local second = vim.trim(vim.fn.system({ bin, '--project-root', root, 'run', '--provider', 'inline', "write_file('src/app.py', 'second version\\n')" }))
+  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'second version') end, 'the latest agent shown')
+  vim.cmd('CairnSelect ' .. first:sub(1, 4))
+  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'first version') end, 'the selected agent shown')
+  local shown
+  local orig = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    shown = vim.tbl_map(opts.format_item, items)
+    for _, it in ipairs(items) do
+      if it.id == second then
+        return on_choice(it)
+      end
+    end
+  end
+  vim.cmd('CairnListTasks')
+  vim.ui.select = orig
+  H.ok(shown and #shown >= 2 and table.concat(shown, '\n'):find(first, 1, true), vim.inspect(shown))
+  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'second version') end, 'chosen from the list')
+  vim.cmd('CairnDiff')
+  H.ok(vim.bo.filetype == 'diff' and table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n'):find('+second version', 1, true), 'diff tab')
+  vim.cmd('tabclose')
+  local st = require('cairn').status(first)
+  H.eq(st.state, 'reviewing', 'status')
+  require('cairn').reject(first)
+  require('cairn').reject(second)
+  H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
+end)
+
 H.test(':checkhealth cairn', function()
   vim.cmd('checkhealth cairn')
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
