@@ -91,8 +91,10 @@ H.test(':CairnPreview opens a pane on the workspace at the same file and line; t
   H.ok(path:find(home .. '/workspaces/', 1, true), 'pane cwd is the workspace: ' .. path)
   H.wait(10000, function() return screen(id):find('zero') ~= nil end, 'preview nvim shows the agent\'s version')
   H.wait(5000, function() return screen(id):find('3,1') ~= nil end, 'preview at line 3: ' .. screen(id))
+  local pid_before = tmux({ 'display-message', '-p', '-t', id, '#{pane_pid}' })
   send(':CairnPreview')
-  vim.wait(1500, function() return false end)
+  -- Reuse restarts the editor in the same pane: its process changes, the pane does not.
+  H.wait(10000, function() return tmux({ 'display-message', '-p', '-t', id, '#{pane_pid}' }) ~= pid_before end, 'the pane respawned')
   local after = vim.split(tmux({ 'list-panes', '-t', 'cairn:0', '-F', '#{pane_id}' }), '\n')
   H.eq(#after, 2, 'still two panes')
   H.eq(after[2], id, 'same pane reused')
