@@ -83,12 +83,14 @@ pub enum Cmd {
     },
     /// Show one agent.
     Status {
+        /// Agent id (any unique prefix).
         id: String,
         #[arg(long)]
         json: bool,
     },
     /// Show an agent's proposal as a unified diff.
     Diff {
+        /// Agent id (any unique prefix).
         id: String,
         #[arg(long)]
         stat: bool,
@@ -97,17 +99,25 @@ pub enum Cmd {
     },
     /// Apply a reviewing agent's changes to the project.
     Accept {
+        /// Agent id (any unique prefix).
         id: String,
         /// Overwrite paths changed in the project since the agent read them.
         #[arg(long)]
         force: bool,
     },
     /// Discard an agent's proposal (reviewing), cancel it (queued) or discard it (errored).
-    Reject { id: String },
+    Reject {
+        /// Agent id (any unique prefix).
+        id: String,
+    },
     /// Restore what accepting an agent changed.
-    Undo { id: String },
+    Undo {
+        /// Agent id (any unique prefix).
+        id: String,
+    },
     /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
     Preview {
+        /// Agent id (any unique prefix).
         id: String,
         /// Open the workspace in a tmux split.
         #[arg(long)]
