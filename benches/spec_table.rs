@@ -170,7 +170,7 @@ con.commit()
     let list = format!("{:?}", targets);
     let mut acc = Vec::new();
     let mut bare = Vec::new();
-    for round in 0..5 {
+    for round in 0..9 {
         let id = run_inline(&p, &format!("for p in {list}:\n    write_file(p, read_file(p) + '# round {round}\\n')\n"));
         let (t, _) = time(|| command::execute(&p, Command::Accept { id, force: false }).unwrap());
         acc.push(t);

@@ -196,14 +196,34 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| Error::Sandbox(format!("overlay of agent {id} is missing")))?;
     let changed = overlay.changes()?;
-    let mut stale = Vec::new();
-    let mut journal = Vec::with_capacity(changed.len());
     for c in &changed {
         if crate::paths::normalize(&c.path, &project.root)? != c.path || crate::paths::has_skipped_component(&c.path) {
             return Err(Error::InvalidPath(c.path.clone()));
         }
-        check_writable(project, &c.path)?;
-        let cur = current(project, &c.path)?;
+    }
+    // Read and hash what the project holds now, on a few threads (I/O-bound).
+    let threads = changed.len().div_ceil(16).clamp(1, 4);
+    let currents: Vec<Result<Option<(Hash, u32, Vec<u8>)>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = changed
+            .chunks(changed.len().div_ceil(threads).max(1))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|c| {
+                            check_writable(project, &c.path)?;
+                            current(project, &c.path)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| vec![Err(Error::Sandbox("accept reader panicked".into()))])).collect()
+    });
+    let mut stale = Vec::new();
+    let mut journal = Vec::with_capacity(changed.len());
+    for (c, cur) in changed.iter().zip(currents) {
+        let cur = cur?;
         if cur.as_ref().map(|c| c.0) != c.base {
             stale.push(c.path.clone());
         }
