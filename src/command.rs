@@ -143,10 +143,12 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
     match cmd {
         Command::Init => Ok(Output::Init(sync::init(project)?)),
         Command::Queue { reference, provider, priority } => {
+            orchestrator::ensure_index(project)?;
             let rec = orchestrator::queue(project, &reference, provider.as_deref(), priority)?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
         Command::Run { reference, provider } => {
+            orchestrator::ensure_index(project)?;
             let rec = orchestrator::run_now(project, &reference, provider.as_deref())?;
             Ok(Output::Agent(status_of(project, &rec, true)?))
         }

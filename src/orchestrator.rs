@@ -226,6 +226,31 @@ pub fn serve(project: &Project, stop: &dyn Fn() -> bool, tick: &mut dyn FnMut())
     })
 }
 
+/// `.agentfs/watcher`: the worker identity of the process whose watcher keeps `stable.db` live.
+fn watcher_marker(project: &Project) -> std::path::PathBuf {
+    project.agentfs().join("watcher")
+}
+
+/// Is a watcher (`cairn up`, the Neovim host) keeping `stable.db` in step with the disk now?
+pub fn index_is_live(project: &Project) -> bool {
+    let Ok(text) = std::fs::read_to_string(watcher_marker(project)) else { return false };
+    let mut parts = text.split_whitespace().map(|p| p.parse::<i64>());
+    match (parts.next(), parts.next()) {
+        (Some(Ok(pid)), Some(Ok(start))) => worker_alive(Worker { pid, start }),
+        _ => false,
+    }
+}
+
+/// Brings `stable.db` up to date (an incremental re-index: only changed files are read) unless
+/// a live watcher already does. Runs before an agent is queued from the CLI or a signal, so an
+/// agent sees files created since the last `init`.
+pub fn ensure_index(project: &Project) -> Result<()> {
+    if !index_is_live(project) {
+        crate::sync::init(project)?;
+    }
+    Ok(())
+}
+
 /// Everything a long-running cairn process does for a project until `stop` is set: recovery
 /// of interrupted agents, the worker pool, the file watcher and signal polling. `cairn up` and
 /// the Neovim host both run exactly this. `report` receives one-line messages for the user.
@@ -235,7 +260,14 @@ pub fn services(project: &Project, stop: &std::sync::atomic::AtomicBool, report:
         report(format!("agent {id} {state} after an interrupted run"));
     }
     let mut watcher = crate::watcher::Watcher::start(project)?;
-    std::thread::scope(|s| {
+    // The watcher starts before this catch-up, so nothing between the two is missed.
+    crate::sync::init(project)?;
+    let me = this_worker();
+    let marker = watcher_marker(project);
+    if let Err(e) = std::fs::write(&marker, format!("{} {}", me.pid, me.start)) {
+        tracing::warn!("{}: {e}", marker.display());
+    }
+    let result = std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
                 if let Err(e) = watcher.pump(Duration::from_millis(200)) {
@@ -257,5 +289,7 @@ pub fn services(project: &Project, stop: &std::sync::atomic::AtomicBool, report:
         let result = serve(project, &|| stop.load(Ordering::Relaxed), &mut tick);
         stop.store(true, Ordering::Relaxed);
         result
-    })
+    });
+    let _ = std::fs::remove_file(&marker);
+    result
 }

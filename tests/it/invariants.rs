@@ -143,3 +143,12 @@ fn reject_discards_and_changes_nothing() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("rejected"), "{}", r.stderr);
 }
+
+#[test]
+fn files_created_after_init_are_visible_to_the_next_run() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.write("later.txt", "created after init");
+    let r = f.cairn(&["run", "--provider", "inline", "[read_file('later.txt'), list_dir('.')]"]).ok();
+    let st = f.cairn(&["status", r.stdout.trim(), "--json"]).ok().json();
+    assert_eq!(st["result"], serde_json::json!(["created after init", ["a.txt", "later.txt"]]));
+}
