@@ -121,7 +121,13 @@ function M.complete_ids(arglead)
   return out
 end
 
-local levels = { errored = vim.log.levels.ERROR, rejected = vim.log.levels.WARN }
+local levels = {
+  errored = vim.log.levels.ERROR,
+  rejected = vim.log.levels.WARN,
+  generating = vim.log.levels.DEBUG,
+  executing = vim.log.levels.DEBUG,
+  submitting = vim.log.levels.DEBUG,
+}
 
 --- Called by the host for every state change.
 function M.on_event(ev)

@@ -33,13 +33,19 @@ function M.binary()
   return nil
 end
 
---- The project root: the option, the nearest ancestor with .agentfs/, else the cwd.
+--- The project root: the option, the nearest ancestor with .agentfs/, else the nearest with
+--- .git (never a whole home directory by accident), else the cwd.
 function M.project_root()
   if config.values.project_root then
-    return vim.fn.fnamemodify(config.values.project_root, ':p'):gsub('/$', '')
+    return (vim.fn.fnamemodify(config.values.project_root, ':p'):gsub('/$', ''))
   end
-  local found = vim.fs.find('.agentfs', { upward = true, type = 'directory', path = vim.fn.getcwd() })[1]
-  return found and vim.fs.dirname(found) or vim.fn.getcwd()
+  for _, marker in ipairs({ '.agentfs', '.git' }) do
+    local found = vim.fs.find(marker, { upward = true, path = vim.fn.getcwd() })[1]
+    if found then
+      return vim.fs.dirname(found)
+    end
+  end
+  return vim.fn.getcwd()
 end
 
 --- Starts the host if it is not running. Returns the channel or nil (after telling the user).
