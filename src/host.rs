@@ -239,7 +239,7 @@ impl Handler {
             serde_json::from_value(v).map_err(|e| rpc_error("bad_args", format!("bad hunk: {e}")))
         };
         Ok(match method {
-            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root })),
+            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "ui": project.config.ui })),
             "queue" => {
                 let task = args.required("task")?;
                 let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);

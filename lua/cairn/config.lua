@@ -65,11 +65,34 @@ function M.setup(opts)
       end
     end
   end
+  for key in pairs(opts) do
+    M.user_set[key] = true
+  end
   M.values = vim.tbl_deep_extend('force', M.values, opts)
   if opts.keymaps == false then
     M.values.keymaps = false
   end
   M.apply_keymaps()
+end
+
+--- Options given to setup(); config.toml's [ui] does not override these.
+M.user_set = {}
+
+--- Applies `[ui]` from config.toml (sent by the host) to every option setup() left alone.
+---@param ui {ghost_text: boolean, auto_reload: boolean, keymaps: boolean}?
+function M.apply_ui(ui)
+  if type(ui) ~= 'table' then
+    return
+  end
+  for _, key in ipairs({ 'ghost_text', 'auto_reload' }) do
+    if not M.user_set[key] and type(ui[key]) == 'boolean' then
+      M.values[key] = ui[key]
+    end
+  end
+  if not M.user_set.keymaps and ui.keymaps == false then
+    M.values.keymaps = false
+    M.apply_keymaps()
+  end
 end
 
 local applied = {}

@@ -76,6 +76,11 @@ function M.start()
   end
   M.chan = chan
   M.root = root
+  -- config.toml's [ui] keys apply where setup() did not say otherwise.
+  local ok_ping, reply = pcall(vim.rpcrequest, chan, 'ping', vim.empty_dict())
+  if ok_ping and type(reply) == 'table' and reply.ok then
+    config.apply_ui(reply.result.ui)
+  end
   vim.api.nvim_create_autocmd('VimLeavePre', {
     group = vim.api.nvim_create_augroup('cairn_rpc', {}),
     callback = M.stop,
