@@ -322,8 +322,7 @@ impl Handler {
 /// configured: say so instead of queueing an agent that can only fail.
 fn queue_checked(project: &Project, task: String, provider: Option<String>, priority: Priority) -> Result<Output> {
     let provider = provider.unwrap_or_else(|| crate::providers::default_for(project, &task).to_string());
-    let names_script = task.ends_with(".pym") || project.root.join(&task).is_file() || project.root.join(format!("{task}.pym")).is_file();
-    if provider == "file" && !names_script {
+    if provider == "file" && !crate::providers::names_script(project, &task) {
         return Err(Error::Usage(format!(
             "'{task}' is not a .pym script and no LLM is configured: set [llm] endpoint or command in config.toml (see :help cairn-config-llm.endpoint)"
         )));

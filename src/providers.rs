@@ -21,11 +21,17 @@ pub fn validate(name: &str) -> Result<()> {
 /// The provider used when none is named: `file` for a reference that names a script,
 /// `llm` for other text when an LLM is configured, `file` otherwise (which then explains).
 pub fn default_for(project: &Project, reference: &str) -> &'static str {
-    if reference.ends_with(".pym") || resolve_file(project, reference).is_some() || !crate::llm::configured(&project.config.llm) {
+    if names_script(project, reference) || !crate::llm::configured(&project.config.llm) {
         "file"
     } else {
         "llm"
     }
+}
+
+/// Does `reference` name a script (a `.pym` path, or an existing file with or without the
+/// suffix) rather than a task in words?
+pub fn names_script(project: &Project, reference: &str) -> bool {
+    reference.ends_with(".pym") || resolve_file(project, reference).is_some()
 }
 
 fn resolve_file(project: &Project, reference: &str) -> Option<PathBuf> {

@@ -211,19 +211,27 @@ pub fn sync_paths(project: &Project, rules: &mut IgnoreRules, rels: &[String]) -
     for rel in &removals {
         w.remove_tree(rel)?;
     }
+    let mut dirs = std::collections::BTreeSet::new();
     for e in updates.into_iter().flatten() {
         // Make sure the parents are indexed too (a file created in a new directory).
-        for anc in paths::ancestors(&e.path) {
-            if let Ok(md) = std::fs::symlink_metadata(project.root.join(anc)) {
-                if md.is_dir() {
-                    w.upsert(&Entry { path: anc.to_string(), kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
-                }
-            }
-        }
+        dirs.extend(paths::ancestors(&e.path).map(str::to_string));
         w.upsert(&e)?;
     }
+    upsert_dirs(project, &w, dirs)?;
     w.commit()?;
     Ok(n)
+}
+
+/// Indexes each of `dirs` that is a directory on disk.
+fn upsert_dirs(project: &Project, w: &crate::store::stable::Writer<'_>, dirs: impl IntoIterator<Item = String>) -> Result<()> {
+    for dir in dirs {
+        if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
+            if md.is_dir() {
+                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refreshes `rels` in `stable.db` with a fresh set of ignore rules (after accept or undo).
@@ -249,12 +257,6 @@ pub fn record_known(project: &Project, paths: &[(String, Option<store::Hash>)]) 
         dirs.extend(paths::ancestors(rel).map(str::to_string));
         w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md), hash: *hash })?;
     }
-    for dir in dirs {
-        if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
-            if md.is_dir() {
-                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
-            }
-        }
-    }
+    upsert_dirs(project, &w, dirs)?;
     w.commit()
 }
