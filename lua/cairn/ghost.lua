@@ -161,7 +161,7 @@ function M.hunk_at_cursor(buf)
   return best
 end
 
-vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWinEnter' }, {
+vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufWinEnter' }, {
   group = vim.api.nvim_create_augroup('cairn_ghost', {}),
   callback = function(ev)
     M.attach(ev.buf)

@@ -12,6 +12,7 @@ await write_file("src/app.py", c.replace("a = 1", "a = 100").replace("f = 6", "f
 await write_file("src/other.py", "x = 2\n")
 await submit_result("two hunks", ["src/app.py", "src/other.py"])
 ]],
+  ['agents/new.pym'] = "write_file('src/brand_new.py', 'print(1)\\nprint(2)\\n')\n",
   ['agents/del.pym'] = 'c = read_file("src/app.py")\nwrite_file("src/app.py", c.replace("c = 3\\n", ""))\nsubmit_result("drop c", ["src/app.py"])\n',
 })
 
@@ -148,6 +149,19 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
   H.eq(st.state, 'reviewing', 'status')
   require('cairn').reject(first)
   require('cairn').reject(second)
+  H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
+end)
+
+H.test('a file the agent creates shows as ghost text when opened', function()
+  require('cairn').queue('agents/new.pym', false)
+  H.wait(10000, function()
+    local p = require('cairn.ghost').payload
+    return p and p.files and p.files[root .. '/src/brand_new.py'] ~= nil
+  end, 'a proposal with the new file')
+  local buf = open('src/brand_new.py')
+  H.wait(2000, function() return vim.tbl_contains(H.virt_text(buf), 'print(2)') end, 'ghost in the new buffer')
+  H.eq(vim.fn.line('w0'), 1, 'top of the buffer')
+  require('cairn').reject('')
   H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
 end)
 
