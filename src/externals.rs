@@ -212,7 +212,7 @@ impl<'a> Host<'a> {
                     });
                 }
                 let new_path = self.overlay().get(&rel)?.is_none();
-                if new_path && self.overlay().usage()?.1 >= self.limits.max_files_written {
+                if new_path && self.overlay().changed_count()? >= self.limits.max_files_written {
                     return Err(CallError::Fatal {
                         kind: "limit",
                         message: format!("wrote more than max_files_written = {} files", self.limits.max_files_written),
@@ -233,7 +233,7 @@ impl<'a> Host<'a> {
                     Node::Dir => return Err(raise("IsADirectoryError", format!("is a directory: {rel}"))),
                     Node::File => {}
                 }
-                if self.overlay().get(&rel)?.is_none() && self.overlay().usage()?.1 >= self.limits.max_files_written {
+                if self.overlay().get(&rel)?.is_none() && self.overlay().changed_count()? >= self.limits.max_files_written {
                     return Err(CallError::Fatal {
                         kind: "limit",
                         message: format!("changed more than max_files_written = {} files", self.limits.max_files_written),

@@ -104,10 +104,11 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
         if let Ok(Ok(events)) = events {
             for ev in events {
                 last = ev.seq;
-                ghost_dirty = true;
+                // Log lines change no proposal: no ghost recomputation for them.
                 if ev.message.starts_with("log: ") {
                     continue;
                 }
+                ghost_dirty = true;
                 let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message });
                 let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
             }

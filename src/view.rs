@@ -55,7 +55,7 @@ impl<'a> View<'a> {
             Some(None) => return Ok(Node::Absent),
             None => {}
         }
-        if self.overlay.paths()?.iter().any(|(p, wo)| !wo && p.starts_with(rel) && p.as_bytes().get(rel.len()) == Some(&b'/')) {
+        if self.overlay.has_file_under(rel)? {
             return Ok(Node::Dir);
         }
         Ok(match self.stable.get(rel)?.map(|e| e.kind) {

@@ -161,11 +161,16 @@ impl Overlay {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Total bytes and number of distinct paths written or deleted so far.
-    pub fn usage(&self) -> Result<(u64, u64)> {
-        Ok(self.conn.query_row("SELECT coalesce(sum(length(content)), 0), count(*) FROM entries", [], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
-        })?)
+    /// Number of distinct paths written or deleted so far.
+    pub fn changed_count(&self) -> Result<u64> {
+        Ok(self.conn.query_row("SELECT count(*) FROM entries", [], |r| r.get::<_, i64>(0))? as u64)
+    }
+
+    /// Does the overlay hold a written file below directory `dir`? (An index range scan.)
+    pub fn has_file_under(&self, dir: &str) -> Result<bool> {
+        let mut st = self.conn.prepare_cached("SELECT 1 FROM entries WHERE path > ?1 AND path < ?2 AND kind != ?3 LIMIT 1")?;
+        // Paths below `d/` sort between `d/` and `d0` ('0' follows '/').
+        Ok(st.exists(params![format!("{dir}/"), format!("{dir}0"), Kind::Whiteout as i64])?)
     }
 
     /// Reads a KV value.
