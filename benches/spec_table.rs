@@ -5,6 +5,7 @@
 use cairn::command::{self, Command, Output};
 use cairn::config::Config;
 use cairn::project::{Home, Project};
+use cairn::sandbox::pool::Pool;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
@@ -70,15 +71,21 @@ fn generate(root: &Path, files: usize, size: usize) {
 fn project(root: &Path, home: &Path) -> Project {
     let mut config = Config::default();
     config.orchestrator.poll_interval_ms = 1;
-    let mut p = Project::new(root, Home::new(home), config).unwrap();
-    p.exe = PathBuf::from(env!("CARGO_BIN_EXE_cairn"));
-    p
+    Project::new(root, Home::new(home), config, PathBuf::from(env!("CARGO_BIN_EXE_cairn"))).unwrap()
 }
 
 /// Queue -> reviewing through the core, as a worker of `cairn up` or the Neovim host does it
 /// (their watcher keeps the index live; the CLI without one re-indexes first, timed apart).
 fn run_inline(p: &Project, code: &str) -> String {
-    let rec = cairn::orchestrator::run_now(p, code, Some("inline")).unwrap();
+    let rec = cairn::orchestrator::run_now(p, code, Some(cairn::lifecycle::Provider::Inline)).unwrap();
+    assert_eq!(rec.state.as_str(), "reviewing", "{:?}", rec.error);
+    rec.id
+}
+
+/// The same through a pool of pre-started children, as `cairn up` runs it.
+fn run_pooled(p: &Project, pool: &Pool, code: &str) -> String {
+    cairn::orchestrator::queue(p, code, Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::Normal).unwrap();
+    let rec = cairn::orchestrator::run_next(p, Some(pool)).unwrap().expect("claimed");
     assert_eq!(rec.state.as_str(), "reviewing", "{:?}", rec.error);
     rec.id
 }
@@ -141,12 +148,12 @@ con.commit()
         ids.push(id);
     }
     rows.push(Row { op: "queue -> reviewing (trivial, cold child)", ours: ms(median(v)), target: "< 50 ms", reference: String::new() });
-    let pooled = p.clone().with_pool(2);
+    let pooled = Pool::new(&p.exe, 2);
     // Let the pool start its children before timing.
     std::thread::sleep(Duration::from_millis(300));
     let mut v = Vec::new();
     for _ in 0..20 {
-        let (t, id) = time(|| run_inline(&pooled, "x = 1"));
+        let (t, id) = time(|| run_pooled(&p, &pooled, "x = 1"));
         v.push(t);
         ids.push(id);
         // A pool refills behind each run; measure steady state, as `cairn up` sees it.

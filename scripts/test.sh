@@ -12,8 +12,8 @@ apt_install git tmux
 setup_neovims
 
 echo "== cargo test (release)"
-cargo build --release --all-targets
-cargo test --release
+cargo build --release --workspace --all-targets
+cargo test --release --workspace
 
 echo "== neovim specs"
 passed=0

@@ -2,11 +2,11 @@
 //! through [`command::execute`] and renders the output or the error, once. Exit codes: 0 ok,
 //! 1 refused or failed, 2 usage.
 
-use crate::command::{self, Command, Output, Status};
-use crate::config;
-use crate::error::{Error, Result};
-use crate::lifecycle::{Priority, State};
-use crate::project::{Home, Project};
+use cairn_core::command::{self, Command, Output, Status};
+use cairn_core::config;
+use cairn_core::error::{Error, Result};
+use cairn_core::lifecycle::{Priority, Provider, State};
+use cairn_core::project::{Home, Project};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 
@@ -51,8 +51,8 @@ pub enum Cmd {
     Queue {
         /// A .pym path (file provider), code (inline) or a task (llm).
         reference: String,
-        #[arg(long)]
-        provider: Option<String>,
+        #[arg(long, value_parser = parse_provider)]
+        provider: Option<Provider>,
         #[arg(long, default_value = "normal", value_parser = parse_priority)]
         priority: Priority,
         #[arg(long)]
@@ -61,16 +61,16 @@ pub enum Cmd {
     /// Queue an agent with high priority; prints its id.
     Spawn {
         reference: String,
-        #[arg(long)]
-        provider: Option<String>,
+        #[arg(long, value_parser = parse_provider)]
+        provider: Option<Provider>,
         #[arg(long)]
         json: bool,
     },
     /// Run an agent now, in this process, to reviewing or errored; prints its id.
     Run {
         reference: String,
-        #[arg(long)]
-        provider: Option<String>,
+        #[arg(long, value_parser = parse_provider)]
+        provider: Option<Provider>,
         #[arg(long)]
         json: bool,
     },
@@ -145,6 +145,10 @@ fn parse_priority(s: &str) -> std::result::Result<Priority, String> {
     s.parse()
 }
 
+fn parse_provider(s: &str) -> std::result::Result<Provider, String> {
+    s.parse()
+}
+
 /// Resolves `CAIRN_HOME`: flag, then `$CAIRN_HOME`, then the platform data directory.
 pub fn cairn_home(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
@@ -176,7 +180,9 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
         errln!("cairn: warning: {w}");
         tracing::warn!("{w}");
     }
-    Project::new(&root, Home::new(home), loaded.config)
+    // The sandbox child is this very binary in `__sandbox` mode.
+    let exe = std::env::current_exe().map_err(|e| Error::io("the cairn executable", e))?;
+    Project::new(&root, Home::new(home), loaded.config, exe)
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -189,7 +195,7 @@ pub fn main() -> i32 {
         }
     };
     if let Cmd::Sandbox { selftest } = cli.command {
-        return crate::sandbox::child::main(selftest);
+        return cairn_core::sandbox::child::main(selftest);
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
@@ -219,7 +225,7 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
-        Cmd::Sandbox { selftest } => return Ok(crate::sandbox::child::main(selftest)),
+        Cmd::Sandbox { selftest } => return Ok(cairn_core::sandbox::child::main(selftest)),
         Cmd::Nvim => {
             let project = open_project(root, home, false)?;
             return crate::host::run(project).map(|_| 0);
@@ -227,8 +233,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Up => {
             let project = open_project(root, home, false)?;
             project.ensure_initialized()?;
-            let pool = project.config.orchestrator.max_concurrent_agents.min(2) as usize;
-            return up(&project.with_pool(pool)).map(|_| 0);
+            return up(&project).map(|_| 0);
         }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
@@ -295,7 +300,7 @@ fn render_check(out: &command::CheckReport, json: bool) -> i32 {
 }
 
 fn age(ms: i64) -> String {
-    let s = (crate::time::now_ms() - ms).max(0) / 1000;
+    let s = (cairn_core::time::now_ms() - ms).max(0) / 1000;
     match s {
         0..=59 => format!("{s}s"),
         60..=3599 => format!("{}m", s / 60),
@@ -315,7 +320,7 @@ fn render(project: &Project, out: &Output) -> i32 {
         }
         Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {
             outln!("{}", s.id);
-            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.as_deref().unwrap_or("error"), s.error.as_deref().unwrap_or(""));
+            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.map_or("error", |k| k.as_str()), s.error.as_deref().unwrap_or(""));
             return 1;
         }
         Output::Agent(s) if s.state == State::Rejected => outln!("rejected {}", s.id),
@@ -326,7 +331,7 @@ fn render(project: &Project, out: &Output) -> i32 {
                 outln!("no agents");
             }
             for s in agents {
-                let extra = if s.state == State::Errored { s.error_kind.clone().unwrap_or_default() } else { summary(s) };
+                let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
                 let task: String = s.task.lines().next().unwrap_or("").chars().take(50).collect();
                 outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
@@ -364,7 +369,7 @@ fn render_status(s: &Status) {
         outln!("summary   {}", summary(s));
     }
     if let Some(e) = &s.error {
-        outln!("error     ({}) {}", s.error_kind.as_deref().unwrap_or("error"), e);
+        outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), e);
     }
     for c in &s.changes {
         outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.path);
@@ -378,5 +383,5 @@ fn up(project: &Project) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
     }
     errln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
-    crate::orchestrator::services(project, &stop, &|line| errln!("cairn: {line}"))
+    crate::daemon::services(project, &stop, &|line| errln!("cairn: {line}"))
 }

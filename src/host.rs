@@ -6,19 +6,18 @@
 //!   [`command::execute`] on a blocking thread. Domain failures come back as
 //!   `{ok = false, error = {code, message, hint}}`; only an unknown method or malformed
 //!   arguments is an RPC error. The host keeps serving after either.
-//! - The host is a worker too: it runs [`orchestrator::services`] (agents, watcher, signals).
+//! - The host is a worker too: it runs [`crate::daemon::services`] (agents, watcher, signals).
 //! - A poller follows `bin.db` events (from this process, the CLI, `cairn up`, signal files)
 //!   and pushes state changes (`vim.notify`) and the selected agent's ghost text, one
 //!   `nvim_exec_lua` batch per update.
 //!
 //! Stdout is the RPC pipe: nothing here prints; logs go to `$CAIRN_HOME/logs/`.
 
-use crate::command::{self, Command, Output};
-use crate::error::{Error, Result};
-use crate::lifecycle::{Priority, State};
-use crate::orchestrator;
-use crate::project::Project;
-use crate::review::Hunk;
+use cairn_core::command::{self, Command, Output};
+use cairn_core::error::{Error, Result};
+use cairn_core::lifecycle::{Priority, Provider, State};
+use cairn_core::project::Project;
+use cairn_core::review::Hunk;
 use async_trait::async_trait;
 use nvim_rs::{compat::tokio::Compat, Neovim};
 use rmpv::Value;
@@ -46,7 +45,7 @@ struct Handler {
 
 /// Runs the host on stdin/stdout until Neovim closes the channel or sends SIGTERM.
 pub fn run(project: Project) -> Result<()> {
-    project.ensure_initialized().or_else(|_| crate::sync::init(&project).map(|_| ()))?;
+    project.ensure_initialized().or_else(|_| cairn_core::sync::init(&project).map(|_| ()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -61,7 +60,7 @@ pub fn run(project: Project) -> Result<()> {
 async fn serve(project: Project) -> Result<()> {
     // First of all: from here on SIGTERM means "exit cleanly".
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
-    let project = Arc::new(project.with_pool(2));
+    let project = Arc::new(project);
     let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default() };
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler.clone()).await.map_err(|e| Error::Rpc(e.to_string()))?;
 
@@ -69,7 +68,7 @@ async fn serve(project: Project) -> Result<()> {
     let services = {
         let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));
         std::thread::spawn(move || {
-            if let Err(e) = orchestrator::services(&project, &stop, &|line| tracing::warn!("{line}")) {
+            if let Err(e) = crate::daemon::services(&project, &stop, &|line| tracing::warn!("{line}")) {
                 tracing::error!("services stopped: {e}");
             }
         })
@@ -201,7 +200,7 @@ impl Handler {
         if let Some(id) = given.filter(|s| !s.is_empty()) {
             return command::resolve(&self.project, &id);
         }
-        self.shown_agent()?.ok_or_else(|| Error::Usage("no agent is reviewing".into()))
+        self.shown_agent()?.ok_or(Error::NothingReviewing)
     }
 
     /// The agent whose proposal is shown.
@@ -244,9 +243,9 @@ impl Handler {
             "queue" => {
                 let task = args.required("task")?;
                 let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);
-                let provider = args.str("provider");
+                let provider = args.str("provider").map(|p| cairn_core::providers::parse(&p)).transpose();
                 let priority = if high { Priority::High } else { Priority::Normal };
-                queue_checked(project, task, provider, priority).and_then(|o| Ok(serde_json::to_value(o)?))
+                provider.and_then(|p| queue_checked(project, task, p, priority)).and_then(|o| Ok(serde_json::to_value(o)?))
             }
             "accept" => self.target(args.str("id")).and_then(|id| {
                 let force = args.0.get("force").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -279,7 +278,7 @@ impl Handler {
 
     fn preview(&self, id: &str, args: &Args) -> Result<serde_json::Value> {
         let Output::Preview(m) = command::execute(&self.project, Command::Preview { id: id.to_string() })? else {
-            return Err(Error::Rpc("preview produced no workspace".into()));
+            return Err(Error::Internal("preview produced no workspace".into()));
         };
         // The current buffer's file, relative to the project, opened at the same line.
         let file = args.str("file").and_then(|f| {
@@ -302,7 +301,7 @@ impl Handler {
         let db = self.project.agentfs().join("stable.db");
         let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
         let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        let warnings = crate::config::load(&self.project.home.dir, Some(&self.project.root), &|k| std::env::var(k).ok())
+        let warnings = cairn_core::config::load(&self.project.home.dir, Some(&self.project.root), &|k| std::env::var(k).ok())
             .map(|l| l.warnings)
             .unwrap_or_else(|e| vec![e.to_string()]);
         serde_json::json!({
@@ -314,16 +313,16 @@ impl Handler {
             "tmux": tmux,
             "inside_tmux": crate::tmux::inside_tmux(),
             "config_warnings": warnings,
-            "llm_configured": crate::llm::configured(&self.project.config.llm),
+            "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
         })
     }
 }
 
 /// `:CairnQueue` with text that names no script uses the `llm` provider, which must be
 /// configured: say so instead of queueing an agent that can only fail.
-fn queue_checked(project: &Project, task: String, provider: Option<String>, priority: Priority) -> Result<Output> {
-    let provider = provider.unwrap_or_else(|| crate::providers::default_for(project, &task).to_string());
-    if provider == "file" && !crate::providers::names_script(project, &task) {
+fn queue_checked(project: &Project, task: String, provider: Option<Provider>, priority: Priority) -> Result<Output> {
+    let provider = provider.unwrap_or_else(|| cairn_core::providers::default_for(project, &task));
+    if provider == Provider::File && !cairn_core::providers::names_script(project, &task) {
         return Err(Error::Usage(format!(
             "'{task}' is not a .pym script and no LLM is configured: set [llm] endpoint or command in config.toml (see :help cairn-config-llm.endpoint)"
         )));

@@ -1,34 +1,24 @@
-//! Cairn: AI-written agent code proposes changes to a project without touching it.
+//! The edges of Cairn: everything that talks to a user, a terminal, the environment or another
+//! program, over the engine in [`cairn_core`] (which does none of that).
 //!
-//! Modules in reading order: the data ([`paths`], [`config`], [`lifecycle`], [`store`]), the
-//! mirror ([`sync`], [`watcher`]), the agent side ([`view`], [`externals`], [`sandbox`],
-//! [`providers`], [`llm`]), the flow ([`orchestrator`], [`review`], [`workspace`], [`gc`]), and
-//! the surfaces that all go through [`command`]: [`cli`], [`signals`], [`host`], [`tmux`].
+//! - [`cli`]: the `cairn` command line (clap), the one place that resolves `CAIRN_HOME`, the
+//!   configuration layers and the project root from the environment;
+//! - [`daemon`]: the loop of a long-running process (`cairn up`, the Neovim host): recovery,
+//!   the watcher, signal files and the worker pool;
+//! - [`signals`]: signal files dropped by shells, parsed into commands;
+//! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
+//! - [`tmux`]: the preview split;
+//! - [`logging`]: `tracing` to `$CAIRN_HOME/logs/`.
+//!
+//! Architecture invariant: `cairn_core` never imports this crate; every operation is a
+//! `cairn_core::command::Command` run through `cairn_core::command::execute`.
 #![deny(unsafe_code)]
 
-pub mod error;
-pub mod time;
-pub mod paths;
-pub mod config;
-pub mod lifecycle;
-pub mod project;
-pub mod store;
-pub mod sync;
-pub mod watcher;
-pub mod view;
-pub mod externals;
-pub mod sandbox;
-pub mod providers;
-pub mod llm;
-pub mod orchestrator;
-pub mod review;
-pub mod workspace;
-pub mod gc;
-pub mod command;
-pub mod signals;
-pub mod tmux;
+pub mod cli;
+pub mod daemon;
 pub mod host;
 pub mod logging;
-pub mod cli;
+pub mod signals;
+pub mod tmux;
 
-pub use error::{Error, Result};
+pub use cairn_core::*;

@@ -1,12 +1,12 @@
-//! Signal files (SPEC §8): a shell drops `$CAIRN_HOME/signals/<name>.json`; the running
-//! orchestrator takes each once, in name order, parses it into a [`Command`] and runs it
-//! through [`command::execute`]. A file that cannot be parsed or whose command fails moves to
+//! Signal files (SPEC §8): a shell drops `$CAIRN_HOME/signals/<name>.json`; the daemon loop
+//! ([`crate::daemon`]) takes each once, in name order, parses it into a [`Command`] and runs
+//! it through [`command::execute`]. A file that cannot be parsed or whose command fails moves to
 //! `signals/failed/` with `<name>.error.txt` beside it; the orchestrator keeps running.
 
-use crate::command::{self, Command};
-use crate::error::{Error, Result};
-use crate::lifecycle::Priority;
-use crate::project::Project;
+use cairn_core::command::{self, Command};
+use cairn_core::error::{Error, Result};
+use cairn_core::lifecycle::Priority;
+use cairn_core::project::Project;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -63,18 +63,19 @@ pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Option<Comma
         body.agent_id.clone().or_else(|| name_id.map(str::to_string)).ok_or_else(|| fail(name, format!("{kind} needs \"agent_id\"")))
     };
     let reference = || body.reference.clone().filter(|r| !r.trim().is_empty()).ok_or_else(|| fail(name, format!("{kind} needs \"reference\"")));
-    if let Some(p) = &body.provider {
-        crate::providers::validate(p).map_err(|e| fail(name, e.to_string()))?;
-    }
+    let provider = match &body.provider {
+        Some(p) => Some(cairn_core::providers::parse(p).map_err(|e| fail(name, e.to_string()))?),
+        None => None,
+    };
     Ok(Some(match kind {
         "queue" => {
             let priority = match &body.priority {
                 Some(p) => p.parse::<Priority>().map_err(|e| fail(name, e))?,
                 None => Priority::Normal,
             };
-            Command::Queue { reference: reference()?, provider: body.provider.clone(), priority }
+            Command::Queue { reference: reference()?, provider, priority }
         }
-        "spawn" => Command::Queue { reference: reference()?, provider: body.provider.clone(), priority: Priority::High },
+        "spawn" => Command::Queue { reference: reference()?, provider, priority: Priority::High },
         "accept" => Command::Accept { id: id()?, force: false },
         "reject" => Command::Reject { id: id()? },
         other => return Err(fail(name, format!("unknown type '{other}' (queue, spawn, accept or reject)"))),

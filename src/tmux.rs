@@ -2,15 +2,15 @@
 //! `nvim +<line> <file>`, and reuses that pane (tracked by pane id in `$CAIRN_HOME/state/`) on
 //! the next preview.
 
-use crate::error::{Error, Result};
-use crate::project::Project;
+use cairn_core::error::{Error, Result};
+use cairn_core::project::Project;
 use std::path::Path;
 use std::process::Command;
 
 fn tmux(args: &[&str]) -> Result<String> {
-    let out = Command::new("tmux").args(args).output().map_err(|e| Error::Usage(format!("cannot run tmux: {e}")))?;
+    let out = Command::new("tmux").args(args).output().map_err(|e| Error::Tmux(format!("cannot run tmux: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Usage(format!("tmux {}: {}", args.first().unwrap_or(&""), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(Error::Tmux(format!("{}: {}", args.first().unwrap_or(&""), String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -24,7 +24,7 @@ pub fn inside_tmux() -> bool {
 /// `file:line` when given. Returns the pane id.
 pub fn open_preview(project: &Project, editor: &str, workspace: &Path, file: Option<&str>, line: Option<usize>) -> Result<String> {
     if !inside_tmux() {
-        return Err(Error::Usage("not inside tmux: open the workspace path yourself, or run cairn inside tmux".into()));
+        return Err(Error::Tmux("not inside tmux: open the workspace path yourself, or run cairn inside tmux".into()));
     }
     let mut cmd = shell_quote(editor);
     if let Some(f) = file {

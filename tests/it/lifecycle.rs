@@ -39,7 +39,7 @@ fn illegal_transitions_are_refused_with_a_clear_message() {
 fn priority_order_then_fifo() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     let p = f.project();
-    let mk = |tag: &str, pr: Priority| orchestrator::queue(&p, &format!("x = '{tag}'"), Some("inline"), pr).unwrap().id;
+    let mk = |tag: &str, pr: Priority| orchestrator::queue(&p, &format!("x = '{tag}'"), Some(cairn::lifecycle::Provider::Inline), pr).unwrap().id;
     let order = [
         (mk("n1", Priority::Normal), "n1"),
         (mk("l1", Priority::Low), "l1"),
@@ -49,7 +49,7 @@ fn priority_order_then_fifo() {
         (mk("h2", Priority::High), "h2"),
     ];
     let mut ran = Vec::new();
-    while let Some(rec) = orchestrator::run_next(&p).unwrap() {
+    while let Some(rec) = orchestrator::run_next(&p, None).unwrap() {
         ran.push(order.iter().find(|(id, _)| *id == rec.id).unwrap().1);
     }
     assert_eq!(ran, ["u1", "h1", "h2", "n1", "n2", "l1"]);
@@ -62,7 +62,7 @@ fn concurrency(limit: u32) {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     f.home_config(&format!("[orchestrator]\nmax_concurrent_agents = {limit}\npoll_interval_ms = 20\n"));
     let p = f.project();
-    let ids: Vec<String> = (0..limit + 2).map(|_| orchestrator::queue(&p, BLOCKER, Some("inline"), Priority::Normal).unwrap().id).collect();
+    let ids: Vec<String> = (0..limit + 2).map(|_| orchestrator::queue(&p, BLOCKER, Some(cairn::lifecycle::Provider::Inline), Priority::Normal).unwrap().id).collect();
     let _up = Up::start(&f);
     let running = || p.bin().unwrap().list(true).unwrap().iter().filter(|r| r.state.is_running()).count();
     let mut max_seen = 0;
@@ -108,7 +108,7 @@ fn killed_up_requeues_once_then_errors_interrupted() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     f.home_config("[orchestrator]\npoll_interval_ms = 20\n");
     let p = f.project();
-    let id = orchestrator::queue(&p, BLOCKER, Some("inline"), Priority::Normal).unwrap().id;
+    let id = orchestrator::queue(&p, BLOCKER, Some(cairn::lifecycle::Provider::Inline), Priority::Normal).unwrap().id;
     let state = || p.bin().unwrap().get(&id).unwrap();
 
     let mut up = Up::start(&f);
@@ -126,7 +126,7 @@ fn killed_up_requeues_once_then_errors_interrupted() {
     let _up = Up::start(&f);
     wait_until(30, "agent errored", || state().state == State::Errored);
     let r = state();
-    assert_eq!(r.error_kind.as_deref(), Some("interrupted"));
+    assert_eq!(r.error_kind.map(|k| k.as_str()), Some("interrupted"));
     assert!(r.error.unwrap().contains("interrupted"));
 }
 
@@ -135,7 +135,7 @@ fn reviewing_survives_restart_and_queued_stays_queued() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     let s = f.run_ok("write_file('a.txt', 'b')");
     let p = f.project();
-    let q = orchestrator::queue(&p, "x = 1", Some("inline"), Priority::Normal).unwrap().id;
+    let q = orchestrator::queue(&p, "x = 1", Some(cairn::lifecycle::Provider::Inline), Priority::Normal).unwrap().id;
     assert!(orchestrator::recover(&p).unwrap().is_empty());
     assert_eq!(p.bin().unwrap().get(&q).unwrap().state, State::Queued);
     assert_eq!(f.status(&s.id).state, State::Reviewing);

@@ -104,7 +104,7 @@ fn task_becomes_code_that_runs_to_reviewing() {
     assert_eq!(seen[0].body["max_tokens"], 2000);
     let messages = seen[0].body["messages"].as_array().unwrap();
     let system = messages[0]["content"].as_str().unwrap();
-    for external in cairn::externals::NAMES {
+    for external in cairn::externals::names() {
         assert!(system.contains(external), "prompt lacks {external}");
     }
     assert!(system.contains("src/util.py"), "prompt lacks the project listing");

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod architecture;
 mod cli;
 mod config_gc;
 mod crash;

@@ -106,7 +106,7 @@ fn limit_case(config: &str, code: &str, kind: &str, bound: Duration) {
     let s = f.run_inline(code);
     let elapsed = t.elapsed();
     assert_eq!(s.state, State::Errored, "{code}: {:?}", s.result);
-    assert_eq!(s.error_kind.as_deref(), Some(kind), "{code}: {:?}", s.error);
+    assert_eq!(s.error_kind.map(|k| k.as_str()), Some(kind), "{code}: {:?}", s.error);
     assert!(elapsed < bound + Duration::from_secs(1), "{code}: ended after {elapsed:?}, bound {bound:?}");
     let status = f.cairn(&["status", &s.id]).ok();
     assert!(status.stdout.contains(kind));
@@ -284,7 +284,7 @@ result
 
 #[test]
 fn child_is_confined_with_an_empty_environment() {
-    let report = cairn::sandbox::runner::selftest(&exe()).unwrap();
+    let report = cairn::sandbox::spawn::selftest(&exe()).unwrap();
     assert!(report.env.is_empty(), "the child saw environment variables: {:?}", report.env);
     assert!(report.fds.iter().all(|&fd| fd <= 3), "unexpected inherited descriptors: {:?}", report.fds);
     assert!(report.applied.seccomp, "seccomp filter not installed");
@@ -300,18 +300,18 @@ fn orchestrator_and_other_agents_keep_working_during_a_runaway() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     f.home_config("[orchestrator]\nmax_concurrent_agents = 2\npoll_interval_ms = 20\n[sandbox]\ntimeout_seconds = 8\n");
     let p = f.project();
-    let runaway = cairn::orchestrator::queue(&p, "while True:\n    pass\n", Some("inline"), cairn::lifecycle::Priority::High).unwrap().id;
-    let hog = cairn::orchestrator::queue(&p, "chunks = []\nwhile True:\n    chunks.append('x' * 1000000)\n", Some("inline"), cairn::lifecycle::Priority::High).unwrap().id;
+    let runaway = cairn::orchestrator::queue(&p, "while True:\n    pass\n", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::High).unwrap().id;
+    let hog = cairn::orchestrator::queue(&p, "chunks = []\nwhile True:\n    chunks.append('x' * 1000000)\n", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::High).unwrap().id;
     let _up = Up::start(&f);
     let state = |id: &str| p.bin().unwrap().get(id).unwrap().state;
     wait_until(30, "runaway executing", || state(&runaway) == State::Executing);
-    let normal = cairn::orchestrator::queue(&p, "write_file('ok.txt', 'ok')", Some("inline"), cairn::lifecycle::Priority::Normal).unwrap().id;
+    let normal = cairn::orchestrator::queue(&p, "write_file('ok.txt', 'ok')", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::Normal).unwrap().id;
     wait_until(30, "normal agent reviewing", || state(&normal) == State::Reviewing);
     assert_eq!(state(&runaway), State::Executing, "the runaway should still be running");
     // The CLI answers meanwhile.
     assert!(f.cairn(&["status", &runaway]).ok().stdout.contains("executing"));
     wait_until(30, "runaway stopped", || state(&runaway) == State::Errored);
-    assert_eq!(p.bin().unwrap().get(&runaway).unwrap().error_kind.as_deref(), Some("timeout"));
+    assert_eq!(p.bin().unwrap().get(&runaway).unwrap().error_kind.map(|k| k.as_str()), Some("timeout"));
     wait_until(30, "memory hog stopped", || state(&hog) == State::Errored);
-    assert_eq!(p.bin().unwrap().get(&hog).unwrap().error_kind.as_deref(), Some("memory"));
+    assert_eq!(p.bin().unwrap().get(&hog).unwrap().error_kind.map(|k| k.as_str()), Some("memory"));
 }

@@ -67,9 +67,7 @@ impl Fixture {
     /// The library's view of this project (binary set to the built `cairn`).
     pub fn project(&self) -> Project {
         let loaded = cairn::config::load(&self.home, Some(&self.root), &|_| None).expect("config");
-        let mut p = Project::new(&self.root, Home::new(&self.home), loaded.config).unwrap();
-        p.exe = exe();
-        p
+        Project::new(&self.root, Home::new(&self.home), loaded.config, exe()).unwrap()
     }
 
     pub fn init(&self) {
@@ -78,7 +76,7 @@ impl Fixture {
 
     /// Runs an inline script to reviewing/errored through the library; returns its status.
     pub fn run_inline(&self, code: &str) -> Status {
-        match command::execute(&self.project(), Command::Run { reference: code.to_string(), provider: Some("inline".into()) }) {
+        match command::execute(&self.project(), Command::Run { reference: code.to_string(), provider: Some(cairn::lifecycle::Provider::Inline) }) {
             Ok(Output::Agent(s)) => s,
             other => panic!("run failed: {other:?}"),
         }

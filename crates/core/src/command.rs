@@ -1,0 +1,205 @@
+//! The one command model shared by the CLI, signal files and the RPC host (SPEC §7–8): every
+//! surface parses its input into a [`Command`] and calls [`execute`], which calls exactly one
+//! core function per operation.
+
+use crate::error::{Error, Result};
+use crate::lifecycle::{ErrorKind, Priority, Provider, State};
+use crate::project::Project;
+use crate::review::{self, AcceptReport, ChangeKind, UndoReport};
+use crate::sandbox::script::{self, Diagnostic};
+use crate::store::bin::AgentRecord;
+use crate::{gc, index, orchestrator, sync, workspace};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Every operation a user can ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Init,
+    Queue { reference: String, provider: Option<Provider>, priority: Priority },
+    Run { reference: String, provider: Option<Provider> },
+    ListAgents { all: bool },
+    Status { id: String },
+    Diff { id: String, stat: bool },
+    Accept { id: String, force: bool },
+    Reject { id: String },
+    Undo { id: String },
+    Preview { id: String },
+    Check { file: PathBuf },
+    Gc,
+    /// The hunks of every text file of a proposal (ghost text).
+    Hunks { id: String },
+    AcceptHunk { id: String, path: String, hunk: review::Hunk },
+    RejectHunk { id: String, path: String, hunk: review::Hunk },
+}
+
+/// One changed path in a status.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeSummary {
+    pub path: String,
+    pub kind: ChangeKind,
+}
+
+/// The status object of one agent (`status --json`, `list-agents --json`, RPC).
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub id: String,
+    pub state: State,
+    pub task: String,
+    pub priority: Priority,
+    pub provider: Provider,
+    pub created_at: String,
+    pub state_changed_at: String,
+    pub submission: Option<serde_json::Value>,
+    pub result: Option<serde_json::Value>,
+    pub error: Option<String>,
+    pub error_kind: Option<ErrorKind>,
+    pub changes: Vec<ChangeSummary>,
+    pub attempts: u32,
+    pub accept_pending: bool,
+    pub undone: bool,
+    /// Unix milliseconds of `state_changed_at` (for ages; not serialized).
+    #[serde(skip)]
+    pub state_changed_ms: i64,
+}
+
+/// The result of a pre-flight check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub file: String,
+    pub ok: bool,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A diff.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    pub id: String,
+    pub files: Vec<review::FileChange>,
+    pub text: String,
+}
+
+/// What a command produced.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Output {
+    Init(sync::InitReport),
+    /// A queued, run or rejected agent (rendered as its id).
+    Agent(Status),
+    /// `status`: the full status.
+    Status(Status),
+    Agents { agents: Vec<Status> },
+    Diff(DiffReport),
+    Accepted(AcceptReport),
+    Undone(UndoReport),
+    Preview(workspace::Materialized),
+    Check(CheckReport),
+    Gc(gc::GcReport),
+    Hunks { id: String, files: Vec<review::FileHunks> },
+    Hunk(review::HunkReport),
+}
+
+/// Builds the status of an agent record.
+pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Result<Status> {
+    let changes = if with_changes {
+        review::changes(project, &rec.id)?.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind }).collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Status {
+        id: rec.id.clone(),
+        state: rec.state,
+        task: rec.task.clone(),
+        priority: rec.priority,
+        provider: rec.provider,
+        created_at: crate::time::rfc3339(rec.created_ms),
+        state_changed_at: crate::time::rfc3339(rec.state_changed_ms),
+        submission: rec.submission.clone(),
+        result: rec.result.clone(),
+        error: rec.error.clone(),
+        error_kind: rec.error_kind,
+        changes,
+        attempts: rec.attempts,
+        accept_pending: rec.accept_pending,
+        undone: rec.undone,
+        state_changed_ms: rec.state_changed_ms,
+    })
+}
+
+/// The pre-flight check of a script file (needs no project).
+pub fn execute_check(file: &std::path::Path) -> Result<CheckReport> {
+    let source = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let diagnostics = script::check(&source);
+    Ok(CheckReport { file: file.display().to_string(), ok: diagnostics.is_empty(), diagnostics })
+}
+
+/// Resolves a unique id prefix.
+pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
+    project.bin()?.resolve(prefix)
+}
+
+/// Runs one command.
+pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
+    match cmd {
+        Command::Init => Ok(Output::Init(sync::init(project)?)),
+        Command::Queue { reference, provider, priority } => {
+            index::ensure_index(project)?;
+            let rec = orchestrator::queue(project, &reference, provider, priority)?;
+            Ok(Output::Agent(status_of(project, &rec, false)?))
+        }
+        Command::Run { reference, provider } => {
+            index::ensure_index(project)?;
+            let rec = orchestrator::run_now(project, &reference, provider)?;
+            Ok(Output::Agent(status_of(project, &rec, true)?))
+        }
+        Command::ListAgents { all } => {
+            let recs = project.bin()?.list(all)?;
+            let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
+            Ok(Output::Agents { agents })
+        }
+        Command::Status { id } => {
+            let id = resolve(project, &id)?;
+            let rec = project.bin()?.get(&id)?;
+            Ok(Output::Status(status_of(project, &rec, true)?))
+        }
+        Command::Diff { id, stat } => {
+            let id = resolve(project, &id)?;
+            let files = review::changes(project, &id)?;
+            let text = if stat { review::stat(&files) } else { review::unified(&files) };
+            Ok(Output::Diff(DiffReport { id, files, text }))
+        }
+        Command::Accept { id, force } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Accepted(review::accept(project, &id, force)?))
+        }
+        Command::Reject { id } => {
+            let id = resolve(project, &id)?;
+            let rec = review::reject(project, &id)?;
+            Ok(Output::Agent(status_of(project, &rec, false)?))
+        }
+        Command::Undo { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Undone(review::undo(project, &id)?))
+        }
+        Command::Preview { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Preview(workspace::materialize(project, &id)?))
+        }
+        Command::Check { file } => Ok(Output::Check(execute_check(&file)?)),
+        Command::Gc => Ok(Output::Gc(gc::collect(project)?)),
+        Command::Hunks { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Hunks { files: review::file_hunks(project, &id)?, id })
+        }
+        Command::AcceptHunk { id, path, hunk } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            Ok(Output::Hunk(review::accept_hunk(project, &id, &path, &hunk)?))
+        }
+        Command::RejectHunk { id, path, hunk } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            Ok(Output::Hunk(review::reject_hunk(project, &id, &path, &hunk)?))
+        }
+    }
+}

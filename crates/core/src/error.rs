@@ -1,0 +1,236 @@
+//! The library's typed errors. Every fallible library operation returns [`Error`]; the edges
+//! (CLI, RPC host, signal files) render it exactly once, with [`Error::hint`] and
+//! [`Error::exit_code`].
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every way a library operation can fail, one variant per cause.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The project has no `.agentfs/` yet.
+    #[error("{0} is not a cairn project (no .agentfs/)")]
+    NotInitialized(PathBuf),
+    /// No agent id starts with the given prefix.
+    #[error("no agent matches id '{0}'")]
+    UnknownAgent(String),
+    /// More than one agent id starts with the given prefix.
+    #[error("agent id '{prefix}' is ambiguous: {candidates}")]
+    AmbiguousAgent { prefix: String, candidates: String },
+    /// A lifecycle move that SPEC §3 does not allow.
+    #[error("agent {id} is {from}; cannot {action}")]
+    IllegalTransition { id: String, from: String, action: String },
+    /// Accept refused: these paths changed in the project after the agent read or wrote them.
+    #[error("accept refused: changed in the project since agent {id} read them: {}", paths.join(", "))]
+    StaleBase { id: String, paths: Vec<String> },
+    /// Undo refused: these paths were edited after the accept.
+    #[error("undo refused: edited since agent {id} was accepted: {}", paths.join(", "))]
+    EditedSinceAccept { id: String, paths: Vec<String> },
+    /// A path that escapes the project, contains NUL, or is otherwise unusable.
+    #[error("invalid path {0:?}")]
+    InvalidPath(String),
+    /// A bad value or file in the configuration.
+    #[error("config: {0}")]
+    Config(String),
+    /// A bad argument from the user (CLI, signal file, RPC): the request itself is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// The agent has no proposal (yet): nothing to preview or review.
+    #[error("agent {0} has no proposal yet")]
+    NoProposal(String),
+    /// No agent is reviewing, so there is nothing to act on by default.
+    #[error("no agent is reviewing")]
+    NothingReviewing,
+    /// A hunk-level review action that does not apply to the proposal as it is now.
+    #[error("{0}")]
+    Hunk(String),
+    /// An agent's stored proposal is missing or incomplete.
+    #[error("overlay of agent {id}: {message}")]
+    Overlay { id: String, message: String },
+    /// tmux could not be run or refused a command.
+    #[error("tmux: {0}")]
+    Tmux(String),
+    /// The code provider could not produce code.
+    #[error("provider {provider}: {message}")]
+    Provider { provider: String, message: String },
+    /// A signal file that cannot be understood.
+    #[error("signal {name}: {message}")]
+    Signal { name: String, message: String },
+    /// The sandbox child could not be started or talked to.
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    /// The pre-flight check of a script failed.
+    #[error("check failed:\n{0}")]
+    Check(String),
+    /// An I/O error on a named path.
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// An SQLite error.
+    #[error("database: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// Malformed JSON stored or received.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The file watcher failed.
+    #[error("watcher: {0}")]
+    Watch(String),
+    /// An RPC request the host does not understand.
+    #[error("rpc: {0}")]
+    Rpc(String),
+    /// A bug or a broken invariant inside cairn (a worker thread panicked, a corrupt record).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// A short machine-readable name for the error kind (used by RPC and `--json`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotInitialized(_) => "not_initialized",
+            Error::UnknownAgent(_) => "unknown_agent",
+            Error::AmbiguousAgent { .. } => "ambiguous_agent",
+            Error::IllegalTransition { .. } => "illegal_transition",
+            Error::StaleBase { .. } => "stale_base",
+            Error::EditedSinceAccept { .. } => "edited_since_accept",
+            Error::InvalidPath(_) => "invalid_path",
+            Error::Config(_) => "config",
+            Error::Usage(_) => "usage",
+            Error::NoProposal(_) => "no_proposal",
+            Error::NothingReviewing => "nothing_reviewing",
+            Error::Hunk(_) => "hunk",
+            Error::Overlay { .. } => "overlay",
+            Error::Tmux(_) => "tmux",
+            Error::Provider { .. } => "provider",
+            Error::Signal { .. } => "signal",
+            Error::Sandbox(_) => "sandbox",
+            Error::Check(_) => "check",
+            Error::Io { .. } => "io",
+            Error::Db(_) => "db",
+            Error::Json(_) => "json",
+            Error::Watch(_) => "watch",
+            Error::Rpc(_) => "rpc",
+            Error::Internal(_) => "internal",
+        }
+    }
+
+    /// What the user can do about it, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Error::NotInitialized(_) => "run `cairn init` in the project root, or pass --project-root".into(),
+            Error::UnknownAgent(_) => "`cairn list-agents --all` shows every agent id".into(),
+            Error::AmbiguousAgent { .. } => "type more characters of the id".into(),
+            Error::IllegalTransition { .. } => "`cairn status <id>` shows the agent's state".into(),
+            Error::StaleBase { id, .. } => {
+                format!("review the changes with `cairn diff {id}`; `cairn accept {id} --force` overwrites them")
+            }
+            Error::EditedSinceAccept { .. } => "revert or commit your edits to those paths first".into(),
+            Error::InvalidPath(_) => "paths are project-relative; they may not leave the project".into(),
+            Error::Config(_) => "see `:help cairn-config` or doc/cairn.txt for every key".into(),
+            Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
+            Error::NoProposal(id) => format!("`cairn status {id}` shows where the agent is"),
+            Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
+            Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
+            Error::Tmux(_) => "run cairn inside tmux, or open the workspace path yourself".into(),
+            _ => return None,
+        })
+    }
+
+    /// The CLI exit code: 2 for usage errors, 1 for everything refused or failed.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// Turns a worker thread's panic into an error (no panic crosses a library boundary).
+    pub fn panicked(what: &str) -> Error {
+        Error::Internal(format!("{what}: a worker thread panicked"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// What each variant must render as at the edges: (CLI exit code, RPC code). The match
+    /// has no wildcard, so a new variant does not compile until it is listed here.
+    fn expected(e: &Error) -> (i32, &'static str) {
+        match e {
+            Error::NotInitialized(_) => (1, "not_initialized"),
+            Error::UnknownAgent(_) => (1, "unknown_agent"),
+            Error::AmbiguousAgent { .. } => (1, "ambiguous_agent"),
+            Error::IllegalTransition { .. } => (1, "illegal_transition"),
+            Error::StaleBase { .. } => (1, "stale_base"),
+            Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
+            Error::InvalidPath(_) => (1, "invalid_path"),
+            Error::Config(_) => (1, "config"),
+            Error::Usage(_) => (2, "usage"),
+            Error::NoProposal(_) => (1, "no_proposal"),
+            Error::NothingReviewing => (1, "nothing_reviewing"),
+            Error::Hunk(_) => (1, "hunk"),
+            Error::Overlay { .. } => (1, "overlay"),
+            Error::Tmux(_) => (1, "tmux"),
+            Error::Provider { .. } => (1, "provider"),
+            Error::Signal { .. } => (1, "signal"),
+            Error::Sandbox(_) => (1, "sandbox"),
+            Error::Check(_) => (1, "check"),
+            Error::Io { .. } => (1, "io"),
+            Error::Db(_) => (1, "db"),
+            Error::Json(_) => (1, "json"),
+            Error::Watch(_) => (1, "watch"),
+            Error::Rpc(_) => (1, "rpc"),
+            Error::Internal(_) => (1, "internal"),
+        }
+    }
+
+    fn one_of_each() -> Vec<Error> {
+        let s = || "x".to_string();
+        vec![
+            Error::NotInitialized("/p".into()),
+            Error::UnknownAgent(s()),
+            Error::AmbiguousAgent { prefix: s(), candidates: s() },
+            Error::IllegalTransition { id: s(), from: s(), action: s() },
+            Error::StaleBase { id: s(), paths: vec![s()] },
+            Error::EditedSinceAccept { id: s(), paths: vec![s()] },
+            Error::InvalidPath(s()),
+            Error::Config(s()),
+            Error::Usage(s()),
+            Error::NoProposal(s()),
+            Error::NothingReviewing,
+            Error::Hunk(s()),
+            Error::Overlay { id: s(), message: s() },
+            Error::Tmux(s()),
+            Error::Provider { provider: s(), message: s() },
+            Error::Signal { name: s(), message: s() },
+            Error::Sandbox(s()),
+            Error::Check(s()),
+            Error::io("/p", std::io::Error::other("x")),
+            Error::Db(rusqlite::Error::InvalidQuery),
+            Error::Json(serde_json::from_str::<u8>("x").unwrap_err()),
+            Error::Watch(s()),
+            Error::Rpc(s()),
+            Error::Internal(s()),
+        ]
+    }
+
+    #[test]
+    fn every_variant_has_its_exit_code_and_rpc_code() {
+        let all = one_of_each();
+        let mut codes: Vec<&str> = all.iter().map(Error::code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len(), "one sample per variant, each with its own code");
+        for e in &all {
+            assert_eq!((e.exit_code(), e.code()), expected(e), "{e:?}");
+            assert!(!e.to_string().is_empty());
+        }
+    }
+}

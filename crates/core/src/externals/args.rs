@@ -1,0 +1,46 @@
+//! Reading call arguments (positional or keyword, typed as Python would name them) and
+//! describing them for the audit log.
+
+use super::{raise, CallError};
+use serde_json::{Map, Value};
+
+/// Reads a positional-or-keyword argument.
+pub(super) fn arg<'v>(args: &'v [Value], kwargs: &'v Map<String, Value>, i: usize, name: &str) -> Option<&'v Value> {
+    args.get(i).or_else(|| kwargs.get(name))
+}
+
+/// A `str` argument, or its default when absent.
+pub(super) fn str_arg(args: &[Value], kwargs: &Map<String, Value>, i: usize, name: &str, default: Option<&str>) -> Result<String, CallError> {
+    match arg(args, kwargs, i, name) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(raise("TypeError", format!("{name} must be str, not {}", type_name(other)))),
+        None => default.map(str::to_string).ok_or_else(|| raise("TypeError", format!("missing required argument '{name}'"))),
+    }
+}
+
+/// The Python type name of a JSON value.
+pub(super) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// A value shortened to 200 bytes for the audit log.
+pub(super) fn summarize(v: &Value) -> String {
+    let mut s = v.to_string();
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}

@@ -1,0 +1,106 @@
+//! The file externals: `read_file`, `write_file`, `delete_file`, `list_dir`, `file_exists`,
+//! against the agent's view. The first touch of a path records its base in the overlay.
+
+use super::{limit, raise, CallError, Host};
+use crate::paths;
+use crate::store::{fsx, hash_bytes};
+use crate::view::Node;
+use serde_json::{json, Value};
+
+/// Largest content one `write_file` call accepts.
+pub const MAX_WRITE_FILE_BYTES: usize = 10 * 1024 * 1024;
+
+impl Host<'_> {
+    /// Records the project's state at `rel` if the agent has not touched it before.
+    fn touch_base(&self, rel: &str, content: Option<&[u8]>) -> Result<(), CallError> {
+        if self.overlay().has_base(rel)? {
+            return Ok(());
+        }
+        let base = match content {
+            Some(bytes) => fsx::stat_mode(&self.view.project.root, rel)?.map(|m| (hash_bytes(bytes), m)),
+            None => self.view.base(rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode)),
+        };
+        self.overlay().record_base(rel, base)?;
+        Ok(())
+    }
+
+    pub(super) fn read_file(&self, rel: &str) -> Result<Value, CallError> {
+        let from_overlay = self.overlay().get(rel)?.is_some();
+        match self.view.read(rel)? {
+            Some((bytes, _)) => {
+                if !from_overlay {
+                    self.touch_base(rel, Some(&bytes))?;
+                }
+                if bytes.contains(&0) {
+                    return Err(raise("ValueError", format!("binary file: {rel}")));
+                }
+                String::from_utf8(bytes).map(Value::String).map_err(|_| raise("ValueError", format!("binary file: {rel}")))
+            }
+            None if self.view.node(rel)? == Node::Dir => Err(raise("IsADirectoryError", format!("is a directory: {rel}"))),
+            None => Err(raise("FileNotFoundError", format!("no such file: {rel}"))),
+        }
+    }
+
+    pub(super) fn write_file(&mut self, rel: &str, content: &str) -> Result<Value, CallError> {
+        if rel.is_empty() || paths::has_skipped_component(rel) {
+            return Err(raise("ValueError", "Invalid path"));
+        }
+        if content.len() > MAX_WRITE_FILE_BYTES {
+            return Err(raise("ValueError", format!("content is {} bytes; write_file takes at most {MAX_WRITE_FILE_BYTES}", content.len())));
+        }
+        if self.view.node(rel)? == Node::Dir {
+            return Err(raise("IsADirectoryError", format!("is a directory: {rel}")));
+        }
+        for anc in paths::ancestors(rel) {
+            if self.view.node(anc)? == Node::File {
+                return Err(raise("NotADirectoryError", format!("not a directory: {anc}")));
+            }
+        }
+        self.written_bytes += content.len() as u64;
+        if self.written_bytes > self.limits.max_write_bytes {
+            return Err(limit(format!("wrote more than max_write_bytes = {} bytes", self.limits.max_write_bytes)));
+        }
+        let new_path = self.overlay().get(rel)?.is_none();
+        if new_path && self.overlay().changed_count()? >= self.limits.max_files_written {
+            return Err(limit(format!("wrote more than max_files_written = {} files", self.limits.max_files_written)));
+        }
+        self.touch_base(rel, None)?;
+        let mode = match self.view.read(rel)? {
+            Some((_, mode)) => mode,
+            None => 0o644,
+        };
+        self.overlay().write(rel, content.as_bytes(), mode)?;
+        Ok(Value::Bool(true))
+    }
+
+    pub(super) fn delete_file(&self, rel: &str) -> Result<Value, CallError> {
+        match self.view.node(rel)? {
+            Node::Absent => return Err(raise("FileNotFoundError", format!("no such file: {rel}"))),
+            Node::Dir => return Err(raise("IsADirectoryError", format!("is a directory: {rel}"))),
+            Node::File => {}
+        }
+        if self.overlay().get(rel)?.is_none() && self.overlay().changed_count()? >= self.limits.max_files_written {
+            return Err(limit(format!("changed more than max_files_written = {} files", self.limits.max_files_written)));
+        }
+        self.touch_base(rel, None)?;
+        if self.view.base(rel)?.is_some() {
+            self.overlay().whiteout(rel)?;
+        } else {
+            // Created by this agent only: deleting it leaves no trace.
+            self.overlay().forget(rel)?;
+        }
+        Ok(Value::Bool(true))
+    }
+
+    pub(super) fn list_dir(&self, rel: &str) -> Result<Value, CallError> {
+        match self.view.node(rel)? {
+            Node::Dir => Ok(json!(self.view.list_dir(rel)?)),
+            Node::File => Err(raise("NotADirectoryError", format!("not a directory: {rel}"))),
+            Node::Absent => Err(raise("FileNotFoundError", format!("no such directory: {rel}"))),
+        }
+    }
+
+    pub(super) fn file_exists(&self, rel: &str) -> Result<Value, CallError> {
+        Ok(Value::Bool(self.view.node(rel)? != Node::Absent))
+    }
+}

@@ -1,0 +1,240 @@
+//! The host side of the external functions of SPEC §4: the only way agent code reaches
+//! anything. The sandbox child forwards each call here over its pipe; [`Host::call`] checks the
+//! arguments, applies the semantics against the agent's [`View`], enforces the parent-side
+//! limits and appends the call to the audit log.
+//!
+//! [`External`] is the one definition of the set: it drives dispatch, the names the child
+//! installs, the pre-flight check's known names, the LLM prompt and the docs' drift test.
+//! - [`args`]: reading and describing call arguments;
+//! - [`files`]: read, write, delete, list and test files;
+//! - [`search`]: glob and regex search.
+
+mod args;
+mod files;
+mod search;
+
+use crate::config::Sandbox as Limits;
+use crate::error::Error;
+use crate::paths;
+use crate::store::overlay::{AuditRecord, Overlay};
+use crate::view::View;
+use args::{arg, str_arg, summarize, type_name};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::time::Instant;
+
+pub use files::MAX_WRITE_FILE_BYTES;
+pub use search::{MAX_SEARCH_RESULTS, SEARCH_DEADLINE};
+
+closed_set! {
+    /// Every external function, in the order the LLM prompt and the docs list them.
+    External, "external function" {
+        ReadFile = "read_file",
+        WriteFile = "write_file",
+        DeleteFile = "delete_file",
+        ListDir = "list_dir",
+        FileExists = "file_exists",
+        SearchFiles = "search_files",
+        SearchContent = "search_content",
+        AskLlm = "ask_llm",
+        SubmitResult = "submit_result",
+        Log = "log",
+    }
+}
+
+impl External {
+    /// The Python signature, as the LLM prompt shows it.
+    pub fn signature(self) -> &'static str {
+        match self {
+            External::ReadFile => "read_file(path: str) -> str",
+            External::WriteFile => "write_file(path: str, content: str) -> bool",
+            External::DeleteFile => "delete_file(path: str) -> bool",
+            External::ListDir => "list_dir(path: str = \".\") -> list[str]",
+            External::FileExists => "file_exists(path: str) -> bool",
+            External::SearchFiles => "search_files(pattern: str) -> list[str]",
+            External::SearchContent => "search_content(pattern: str, path: str = \".\") -> list[dict]",
+            External::AskLlm => "ask_llm(prompt: str, context: str = \"\") -> str",
+            External::SubmitResult => "submit_result(summary: str, changed_files: list[str]) -> bool",
+            External::Log => "log(message: str) -> bool",
+        }
+    }
+
+    /// One line on what it does, as the LLM prompt shows it.
+    pub fn summary(self) -> &'static str {
+        match self {
+            External::ReadFile => "the file's text; FileNotFoundError if missing, ValueError if binary",
+            External::WriteFile => "create or replace a file (parent directories are implied)",
+            External::DeleteFile => "delete a file",
+            External::ListDir => "sorted names, directories end with '/'",
+            External::FileExists => "does a file or directory exist",
+            External::SearchFiles => "glob over the project ('**' crosses directories, '*' does not)",
+            External::SearchContent => "regex search, dicts with file, line (1-based), text",
+            External::AskLlm => "ask a language model a question",
+            External::SubmitResult => "call once at the end",
+            External::Log => "a line in the agent's run log",
+        }
+    }
+}
+
+/// Every external's name (what the child installs and the check knows).
+pub fn names() -> impl Iterator<Item = &'static str> {
+    External::ALL.iter().map(|e| e.as_str())
+}
+
+/// How a call failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// Raised in the script as the named Python exception; the run goes on.
+    Raise { exc: &'static str, message: String },
+    /// A run limit was exceeded: the run ends, errored with `kind`.
+    Fatal { kind: crate::lifecycle::ErrorKind, message: String },
+}
+
+pub(crate) fn raise(exc: &'static str, message: impl Into<String>) -> CallError {
+    CallError::Raise { exc, message: message.into() }
+}
+
+pub(crate) fn limit(message: String) -> CallError {
+    CallError::Fatal { kind: crate::lifecycle::ErrorKind::Limit, message }
+}
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::InvalidPath(_) => raise("ValueError", "Invalid path"),
+            other => raise("OSError", other.to_string()),
+        }
+    }
+}
+
+/// Answers `ask_llm(prompt, context)`; supplied by the orchestrator from the `[llm]` config.
+pub type AskLlm<'a> = &'a dyn Fn(&str, &str) -> Result<String, String>;
+
+/// Serves external calls for one agent run.
+pub struct Host<'a> {
+    pub view: View<'a>,
+    pub limits: Limits,
+    pub ask_llm: AskLlm<'a>,
+    /// `run.log` of the agent (log() lines).
+    pub log_file: Option<std::fs::File>,
+    /// Called with each log line (event stream).
+    pub on_log: &'a dyn Fn(&str),
+    written_bytes: u64,
+    log_bytes: u64,
+    submitted: bool,
+}
+
+impl<'a> Host<'a> {
+    /// A host serving `view` within `limits`.
+    pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_log: &'a dyn Fn(&str)) -> Self {
+        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, log_bytes: 0, submitted: false }
+    }
+
+    fn overlay(&self) -> &Overlay {
+        self.view.overlay
+    }
+
+    /// Did the script call `submit_result`?
+    pub fn submitted(&self) -> bool {
+        self.submitted
+    }
+
+    /// Runs one call and records it in the audit log.
+    pub fn call(&mut self, name: &str, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
+        let start = Instant::now();
+        let result = match name.parse::<External>() {
+            Ok(external) => self.dispatch(external, args, kwargs),
+            Err(_) => Err(raise("NameError", format!("unknown external function '{name}'"))),
+        };
+        let mut all_args = args.to_vec();
+        if !kwargs.is_empty() {
+            all_args.push(Value::Object(kwargs.clone()));
+        }
+        let rec = AuditRecord {
+            ts_ms: crate::time::now_ms(),
+            name: name.to_string(),
+            args: summarize(&Value::Array(all_args)),
+            result: result.as_ref().ok().map(summarize),
+            error: result.as_ref().err().map(|e| match e {
+                CallError::Raise { exc, message } => format!("{exc}: {message}"),
+                CallError::Fatal { kind, message } => format!("{kind}: {message}"),
+            }),
+            duration_us: start.elapsed().as_micros() as i64,
+        };
+        if let Err(e) = self.overlay().audit(&rec) {
+            tracing::warn!("audit log write failed: {e}");
+        }
+        result
+    }
+
+    fn path(&self, raw: &str) -> Result<String, CallError> {
+        paths::normalize(raw, &self.view.project.root).map_err(CallError::from)
+    }
+
+    /// The path argument `name` at position `i`, normalized.
+    fn path_arg(&self, args: &[Value], kwargs: &Map<String, Value>, i: usize, name: &str, default: Option<&str>) -> Result<String, CallError> {
+        self.path(&str_arg(args, kwargs, i, name, default)?)
+    }
+
+    fn dispatch(&mut self, external: External, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
+        match external {
+            External::ReadFile => self.read_file(&self.path_arg(args, kwargs, 0, "path", None)?),
+            External::WriteFile => {
+                let rel = self.path_arg(args, kwargs, 0, "path", None)?;
+                self.write_file(&rel, &str_arg(args, kwargs, 1, "content", None)?)
+            }
+            External::DeleteFile => self.delete_file(&self.path_arg(args, kwargs, 0, "path", None)?),
+            External::ListDir => self.list_dir(&self.path_arg(args, kwargs, 0, "path", Some("."))?),
+            External::FileExists => self.file_exists(&self.path_arg(args, kwargs, 0, "path", None)?),
+            External::SearchFiles => self.search_files(&str_arg(args, kwargs, 0, "pattern", None)?),
+            External::SearchContent => {
+                let pattern = str_arg(args, kwargs, 0, "pattern", None)?;
+                self.search_content(&pattern, &self.path_arg(args, kwargs, 1, "path", Some("."))?)
+            }
+            External::AskLlm => {
+                let prompt = str_arg(args, kwargs, 0, "prompt", None)?;
+                let context = str_arg(args, kwargs, 1, "context", Some(""))?;
+                (self.ask_llm)(&prompt, &context).map(Value::String).map_err(|m| raise("RuntimeError", m))
+            }
+            External::SubmitResult => self.submit_result(args, kwargs),
+            External::Log => {
+                let message = match arg(args, kwargs, 0, "message") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                self.append_log(&message)?;
+                Ok(Value::Bool(true))
+            }
+        }
+    }
+
+    fn submit_result(&mut self, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
+        let summary = str_arg(args, kwargs, 0, "summary", None)?;
+        let changed = match arg(args, kwargs, 1, "changed_files") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| raise("TypeError", "changed_files must be a list of str")))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => return Err(raise("TypeError", format!("changed_files must be a list, not {}", type_name(other)))),
+        };
+        let sub = json!({ "summary": summary, "changed_files": changed });
+        self.overlay().kv_set("submission", &sub.to_string())?;
+        self.submitted = true;
+        Ok(Value::Bool(true))
+    }
+
+    /// Appends a line to `run.log`, enforcing `max_log_bytes`.
+    pub fn append_log(&mut self, message: &str) -> Result<(), CallError> {
+        self.log_bytes += message.len() as u64 + 1;
+        if self.log_bytes > self.limits.max_log_bytes {
+            return Err(limit(format!("log output exceeded max_log_bytes = {}", self.limits.max_log_bytes)));
+        }
+        if let Some(f) = self.log_file.as_mut() {
+            let _ = writeln!(f, "{message}");
+        }
+        (self.on_log)(message);
+        Ok(())
+    }
+}

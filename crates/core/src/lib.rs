@@ -1,0 +1,40 @@
+//! Cairn's engine: AI-written agent code proposes changes to a project without touching it.
+//!
+//! This crate is the core: it reads no environment, prints nothing and knows no frontend
+//! (no clap, nvim-rs, rmcp, tokio or tracing-subscriber). Every input is an argument: the
+//! edges in the `cairn` package (CLI, Neovim host, signal files, tmux, the daemon loop)
+//! resolve `CAIRN_HOME`, the configuration layers and the binary path and pass them in.
+//!
+//! Modules in reading order: the data ([`paths`], [`config`], [`lifecycle`], [`project`],
+//! [`store`]), the mirror ([`sync`], [`watcher`], [`index`]), the agent side ([`view`],
+//! [`externals`], [`sandbox`], [`providers`], [`llm`]), the flow ([`orchestrator`],
+//! [`review`], [`workspace`], [`gc`]) and the one command model every edge goes through
+//! ([`command`]).
+#![deny(unsafe_code)]
+
+#[macro_use]
+mod macros;
+
+pub mod error;
+pub mod time;
+pub mod par;
+pub mod paths;
+pub mod config;
+pub mod lifecycle;
+pub mod project;
+pub mod store;
+pub mod sync;
+pub mod watcher;
+pub mod index;
+pub mod view;
+pub mod externals;
+pub mod sandbox;
+pub mod providers;
+pub mod llm;
+pub mod orchestrator;
+pub mod review;
+pub mod workspace;
+pub mod gc;
+pub mod command;
+
+pub use error::{Error, Result};

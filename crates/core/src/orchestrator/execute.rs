@@ -1,0 +1,126 @@
+//! Running one claimed agent through the rest of its life: generating (the provider and the
+//! pre-flight check), executing (the sandbox), submitting, reviewing.
+
+use crate::error::{Error, Result};
+use crate::externals::Host;
+use crate::lifecycle::{ErrorKind, State};
+use crate::project::Project;
+use crate::providers;
+use crate::sandbox::pool::Pool;
+use crate::sandbox::{runner, script};
+use crate::store::bin::{AgentRecord, TransitionExtra};
+use crate::view::View;
+use serde_json::{json, Map, Value};
+use std::io::Write;
+
+/// Writes `.grail/agents/<id>/check.json` and returns whether the check passed.
+fn write_check(project: &Project, id: &str, diags: &[script::Diagnostic]) -> Result<()> {
+    let dir = project.agent_dir(id);
+    let body = json!({ "ok": diags.is_empty(), "file": "task.pym", "diagnostics": diags });
+    std::fs::write(dir.join("check.json"), serde_json::to_vec_pretty(&body)?).map_err(|e| Error::io(dir.join("check.json"), e))
+}
+
+/// Moves a claimed agent (state `generating`) through the rest of its run. Failures of the
+/// agent itself end in `errored`; only storage failures are returned as errors.
+pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Result<AgentRecord> {
+    let id = rec.id.clone();
+    match execute_inner(project, pool, &rec) {
+        Ok(done) => Ok(done),
+        Err(Failure::Agent(kind, message)) => {
+            tracing::info!(agent = %id, %kind, "errored: {message}");
+            let mut bin = project.bin()?;
+            bin.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() })
+        }
+        Err(Failure::Host(e)) => {
+            tracing::error!(agent = %id, "host failure: {e}");
+            let msg = e.to_string();
+            let _ = project.bin()?.transition(&id, State::Errored, "error", TransitionExtra { error: Some((ErrorKind::Host, &msg)), ..Default::default() });
+            Err(e)
+        }
+    }
+}
+
+enum Failure {
+    /// The agent failed (bad code, limit, exception): it ends errored with this kind.
+    Agent(ErrorKind, String),
+    /// Cairn itself failed (storage, I/O).
+    Host(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Host(e)
+    }
+}
+
+fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> std::result::Result<AgentRecord, Failure> {
+    let id = rec.id.as_str();
+    let dir = project.agent_dir(id);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+
+    // generating
+    let code = providers::get_code(project, rec.provider, &rec.task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
+    std::fs::write(dir.join("task.pym"), &code).map_err(|e| Error::io(dir.join("task.pym"), e))?;
+    let diags = script::check(&code);
+    write_check(project, id, &diags)?;
+    if !diags.is_empty() {
+        let text = diags.iter().map(|d| format!("task.pym:{}:{}: {}", d.line, d.col, d.message)).collect::<Vec<_>>().join("\n");
+        return Err(Failure::Agent(ErrorKind::Check, text));
+    }
+    let source = script::transform(&code).map_err(|d| Failure::Agent(ErrorKind::Check, d.message))?;
+
+    // executing
+    let mut bin = project.bin()?;
+    bin.transition(id, State::Executing, "execute", TransitionExtra::default())?;
+    let overlay = project.overlay(id)?;
+    let log_path = dir.join("run.log");
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
+    let ask = |prompt: &str, context: &str| crate::llm::ask(project, prompt, context);
+    let on_log = |line: &str| {
+        if let Ok(bin) = project.bin() {
+            let _ = bin.note(id, State::Executing, &format!("log: {line}"));
+        }
+    };
+    let view = View::new(project, &overlay)?;
+    let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_log);
+    let mut inputs = Map::new();
+    inputs.insert("task_description".into(), Value::String(rec.task.clone()));
+    inputs.insert("agent_id".into(), Value::String(id.to_string()));
+    let outcome = runner::run(&project.exe, pool, &source, "task.pym", inputs, &mut host)?;
+    let submitted = host.submitted();
+    drop(host);
+    if let Some((kind, message)) = outcome.error {
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log_path) {
+            let _ = writeln!(f, "error ({kind}): {message}");
+        }
+        return Err(Failure::Agent(kind, message));
+    }
+
+    // submitting
+    bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
+    let changes = overlay.changes()?;
+    let submission = match (submitted, overlay.kv_get("submission")?) {
+        (true, Some(s)) => serde_json::from_str(&s).map_err(Error::from)?,
+        _ => {
+            let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+            let summary = match files.len() {
+                0 => "no changes".to_string(),
+                1 => format!("changed {}", files[0]),
+                n => format!("changed {n} files"),
+            };
+            json!({ "summary": summary, "changed_files": files, "derived": true })
+        }
+    };
+    overlay.kv_set("submission", &submission.to_string())?;
+    let result = outcome.result.unwrap_or(Value::Null);
+    overlay.kv_set("result", &result.to_string())?;
+
+    // reviewing
+    Ok(bin.transition(
+        id,
+        State::Reviewing,
+        "review",
+        TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() },
+    )?)
+}
+

@@ -1,0 +1,70 @@
+//! The orchestrator: queues agents and runs them through the lifecycle of SPEC §3.
+//!
+//! Any number of cairn processes may serve one project (the CLI's `run`, `cairn up`, the
+//! Neovim host). They coordinate only through `bin.db`: [`Bin::claim`] hands each queued agent
+//! to exactly one worker and enforces `max_concurrent_agents` across processes; a worker is a
+//! pid plus its start time, so [`recover`] can tell a dead worker from a live one.
+
+mod execute;
+mod serve;
+mod worker;
+
+pub use execute::execute;
+pub use serve::serve;
+pub use worker::{this_worker, worker_alive};
+
+use crate::error::{Error, Result};
+use crate::lifecycle::{Priority, Provider, State};
+use crate::project::Project;
+use crate::providers;
+use crate::sandbox::pool::Pool;
+use crate::store::bin::AgentRecord;
+use std::time::Duration;
+
+/// Queues a new agent; returns its record (state `queued`).
+pub fn queue(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority) -> Result<AgentRecord> {
+    if reference.trim().is_empty() {
+        return Err(Error::Usage("the task reference is empty".into()));
+    }
+    let provider = provider.unwrap_or_else(|| providers::default_for(project, reference));
+    project.bin()?.insert(reference, provider, priority)
+}
+
+/// Re-queues or errors agents whose worker died (SPEC §3 restart rule).
+pub fn recover(project: &Project) -> Result<Vec<(String, State)>> {
+    let me = this_worker();
+    project.bin()?.recover(&|w| w == me || worker_alive(w))
+}
+
+/// Claims and runs the next queued agent in this thread. `None` when nothing could be
+/// claimed (queue empty or concurrency limit reached).
+pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRecord>> {
+    let claimed = project.bin()?.claim(this_worker(), project.config.orchestrator.max_concurrent_agents, None)?;
+    match claimed {
+        Some(rec) => Ok(Some(execute(project, pool, rec)?)),
+        None => Ok(None),
+    }
+}
+
+/// Queues `reference` and runs it now in this process, waiting for a free slot if the
+/// concurrency limit is reached. Returns the final record (reviewing or errored).
+/// The child is started cold: a one-off run has no pool.
+pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>) -> Result<AgentRecord> {
+    let rec = queue(project, reference, provider, Priority::Normal)?;
+    let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
+    loop {
+        let claimed = project.bin()?.claim(this_worker(), project.config.orchestrator.max_concurrent_agents, Some(&rec.id))?;
+        if let Some(claimed) = claimed {
+            return execute(project, None, claimed);
+        }
+        let now = project.bin()?.get(&rec.id)?;
+        if now.state != State::Queued {
+            // Another worker took it: wait for it to settle.
+            if !now.state.is_running() {
+                return Ok(now);
+            }
+        }
+        std::thread::sleep(poll);
+    }
+}
+

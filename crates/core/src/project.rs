@@ -1,0 +1,166 @@
+//! A project and where cairn keeps its state: the project root with `.agentfs/` and `.grail/`,
+//! and `CAIRN_HOME` with workspaces, previews, signals, state and logs (SPEC §2).
+//!
+//! The library never guesses these from the environment: the edge (CLI, host) resolves
+//! `CAIRN_HOME` and passes it in.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::store::{bin::Bin, overlay::Overlay, stable::Stable};
+use std::path::{Path, PathBuf};
+
+/// Where `CAIRN_HOME` lives and what is under it.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub dir: PathBuf,
+}
+
+impl Home {
+    /// `CAIRN_HOME` at `dir` (created on demand by the operations that write there).
+    pub fn new(dir: impl Into<PathBuf>) -> Home {
+        Home { dir: dir.into() }
+    }
+    /// Preview workspaces, one directory per agent.
+    pub fn workspaces(&self) -> PathBuf {
+        self.dir.join("workspaces")
+    }
+    /// The workspace of one agent.
+    pub fn workspace(&self, id: &str) -> PathBuf {
+        self.workspaces().join(id)
+    }
+    /// Saved diffs of previews.
+    pub fn previews(&self) -> PathBuf {
+        self.dir.join("previews")
+    }
+    /// The signal directory shells drop files into.
+    pub fn signals(&self) -> PathBuf {
+        self.dir.join("signals")
+    }
+    /// Internal state (workspace manifests).
+    pub fn state(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+    /// Log files.
+    pub fn logs(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+}
+
+/// An initialized (or to-be-initialized) project with its configuration.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// Canonical absolute project root.
+    pub root: PathBuf,
+    pub home: Home,
+    pub config: Config,
+    /// The `cairn` binary, started for sandbox children (`cairn __sandbox`): the edge passes
+    /// the running executable; tests pass the built binary.
+    pub exe: PathBuf,
+}
+
+impl Project {
+    /// A project at `root` (canonicalized), without checking it is initialized; `exe` is the
+    /// `cairn` binary that sandbox children run.
+    pub fn new(root: &Path, home: Home, config: Config, exe: PathBuf) -> Result<Project> {
+        let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
+        Ok(Project { root, home, config, exe })
+    }
+
+    /// Finds the project containing `start`: the nearest ancestor with `.agentfs/`.
+    pub fn discover(start: &Path) -> Result<PathBuf> {
+        let start = start.canonicalize().map_err(|e| Error::io(start, e))?;
+        start
+            .ancestors()
+            .find(|d| d.join(".agentfs").is_dir())
+            .map(Path::to_path_buf)
+            .ok_or(Error::NotInitialized(start))
+    }
+
+    /// `<root>/.agentfs`.
+    pub fn agentfs(&self) -> PathBuf {
+        self.root.join(".agentfs")
+    }
+    /// `<root>/.grail/agents/<id>`.
+    pub fn agent_dir(&self, id: &str) -> PathBuf {
+        self.root.join(".grail").join("agents").join(id)
+    }
+    /// `<root>/.agentfs/agent-<id>.db`.
+    pub fn overlay_path(&self, id: &str) -> PathBuf {
+        self.agentfs().join(format!("agent-{id}.db"))
+    }
+
+    /// Fails unless `init` has run.
+    pub fn ensure_initialized(&self) -> Result<()> {
+        if self.agentfs().join("bin.db").is_file() {
+            Ok(())
+        } else {
+            Err(Error::NotInitialized(self.root.clone()))
+        }
+    }
+
+    /// Opens `stable.db`.
+    pub fn stable(&self) -> Result<Stable> {
+        Stable::open(&self.agentfs().join("stable.db"))
+    }
+    /// Opens `bin.db`.
+    pub fn bin(&self) -> Result<Bin> {
+        self.ensure_initialized()?;
+        Bin::open(&self.agentfs().join("bin.db"))
+    }
+    /// Opens (creating) the overlay of agent `id`.
+    pub fn overlay(&self, id: &str) -> Result<Overlay> {
+        Overlay::open(&self.overlay_path(id))
+    }
+    /// `<root>/.agentfs/bin/agent-<id>.db`: where a decided agent's overlay is kept until GC.
+    pub fn archived_overlay_path(&self, id: &str) -> PathBuf {
+        self.agentfs().join("bin").join(format!("agent-{id}.db"))
+    }
+    /// Opens the overlay of agent `id`, live or archived, only if it exists.
+    pub fn existing_overlay(&self, id: &str) -> Result<Option<Overlay>> {
+        for p in [self.overlay_path(id), self.archived_overlay_path(id)] {
+            if p.is_file() {
+                return Ok(Some(Overlay::open(&p)?));
+            }
+        }
+        Ok(None)
+    }
+    /// Moves the overlay of a decided agent into `.agentfs/bin/` (kept for diff and undo).
+    pub fn archive_overlay(&self, id: &str) -> Result<()> {
+        let from = self.overlay_path(id);
+        if !from.is_file() {
+            return Ok(());
+        }
+        // No connection is open on a decided agent's overlay: moving the database together
+        // with its WAL keeps every committed row (SQLite replays the WAL at the new name).
+        let to = self.archived_overlay_path(id);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let _ = std::fs::remove_file(format!("{}-shm", from.display()));
+        let wal = PathBuf::from(format!("{}-wal", from.display()));
+        if wal.exists() {
+            let to_wal = PathBuf::from(format!("{}-wal", to.display()));
+            std::fs::rename(&wal, &to_wal).map_err(|e| Error::io(&wal, e))?;
+        }
+        std::fs::rename(&from, &to).map_err(|e| Error::io(&from, e))?;
+        Ok(())
+    }
+    /// Deletes the overlay files of agent `id`, live and archived.
+    pub fn remove_overlay(&self, id: &str) -> Result<()> {
+        for base in [self.overlay_path(id), self.archived_overlay_path(id)] {
+            self.remove_db_files(&base)?;
+        }
+        Ok(())
+    }
+    fn remove_db_files(&self, base: &Path) -> Result<()> {
+        for suffix in ["", "-wal", "-shm"] {
+            let p = PathBuf::from(format!("{}{suffix}", base.display()));
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(p, e)),
+            }
+        }
+        Ok(())
+    }
+}

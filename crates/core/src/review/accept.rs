@@ -1,0 +1,200 @@
+//! Accept and reject.
+//!
+//! Accept is a small write-ahead protocol: (1) check every changed path's base against the
+//! project; (2) write the journal (old content, old and new hashes) to `bin.db` and mark the
+//! accept pending, in one transaction; (3) replace each file atomically; (4) update
+//! `stable.db`; (5) mark the agent accepted and archive its overlay. A crash anywhere leaves
+//! each file wholly old or wholly new, and running accept again finishes from the journal.
+
+use crate::error::{Error, Result};
+use crate::lifecycle::State;
+use crate::project::Project;
+use crate::store::bin::{AgentRecord, Bin, JournalEntry, TransitionExtra};
+use crate::store::overlay::{Change, Overlay};
+use crate::store::{fsx, hash_bytes, Hash};
+use serde::Serialize;
+
+/// What an accept did.
+#[derive(Debug, Clone, Serialize)]
+pub struct AcceptReport {
+    pub id: String,
+    pub written: Vec<String>,
+    pub deleted: Vec<String>,
+    /// Paths whose stale base `--force` overrode.
+    pub forced: Vec<String>,
+    /// True when this call finished an accept a crash had interrupted.
+    pub resumed: bool,
+}
+
+pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32, Vec<u8>)>> {
+    Ok(fsx::read(&project.root, rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode, bytes)))
+}
+
+/// Refuses paths whose parent chain passes through a symlink or a non-directory: accept never
+/// writes through them, whatever was there when the agent ran.
+pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
+    let parent = crate::paths::parent(rel);
+    match fsx::open_dir(&project.root, parent, false) {
+        Ok(_) => Ok(()),
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
+            // Missing directories are created, but none of the existing ancestors may be a link.
+            let mut dir = String::new();
+            for comp in parent.split('/') {
+                if !dir.is_empty() {
+                    dir.push('/');
+                }
+                dir.push_str(comp);
+                match std::fs::symlink_metadata(project.root.join(&dir)) {
+                    Ok(md) if md.is_dir() => continue,
+                    Ok(_) => return Err(Error::InvalidPath(rel.to_string())),
+                    Err(_) => return Ok(()),
+                }
+            }
+            Ok(())
+        }
+        Err(_) => Err(Error::InvalidPath(rel.to_string())),
+    }
+}
+
+/// Accepts agent `id`: applies its changes to the working tree and `stable.db`.
+pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> {
+    let mut bin = project.bin()?;
+    let rec = bin.get(id)?;
+    if rec.accept_pending {
+        return resume_accept(project, &rec, force);
+    }
+    if rec.state != State::Reviewing {
+        return Err(Error::IllegalTransition {
+            id: id.to_string(),
+            from: rec.state.to_string(),
+            action: "accept (only reviewing agents can be accepted)".into(),
+        });
+    }
+    let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
+    let changed = overlay.changes()?;
+    for c in &changed {
+        if crate::paths::normalize(&c.path, &project.root)? != c.path || crate::paths::has_skipped_component(&c.path) {
+            return Err(Error::InvalidPath(c.path.clone()));
+        }
+    }
+    // Read and hash what the project holds now, on a few threads (I/O-bound).
+    let threads = crate::par::threads_for(changed.len(), 16, 4);
+    let currents = crate::par::map(&changed, threads, "accept (reading)", |c| {
+        check_writable(project, &c.path)?;
+        current(project, &c.path)
+    })?;
+    let mut stale = Vec::new();
+    let mut journal = Vec::with_capacity(changed.len());
+    for (c, cur) in changed.iter().zip(currents) {
+        let cur = cur?;
+        if cur.as_ref().map(|c| c.0) != c.base {
+            stale.push(c.path.clone());
+        }
+        let new = match &c.change {
+            Change::Write { mode, hash, .. } => Some((*hash, *mode)),
+            Change::Delete => None,
+        };
+        let (old, old_content) = match cur {
+            Some((h, m, bytes)) => (Some((h, m)), Some(bytes)),
+            None => (None, None),
+        };
+        journal.push(JournalEntry { path: c.path.clone(), old, old_content, new });
+    }
+    if !stale.is_empty() && !force {
+        return Err(Error::StaleBase { id: id.to_string(), paths: stale });
+    }
+    bin.begin_accept(id, &journal)?;
+    let mut report = apply(project, overlay, &journal, &mut bin, id, false)?;
+    report.forced = stale;
+    Ok(report)
+}
+
+fn missing_overlay(id: &str) -> Error {
+    Error::Overlay { id: id.to_string(), message: "the overlay database is missing".into() }
+}
+
+/// Finishes an accept that a crash interrupted, from its journal.
+fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<AcceptReport> {
+    let mut bin = project.bin()?;
+    let journal = bin.journal(&rec.id)?;
+    let overlay = project.existing_overlay(&rec.id)?.ok_or_else(|| missing_overlay(&rec.id))?;
+    let mut conflicts = Vec::new();
+    for j in &journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+            conflicts.push(j.path.clone());
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
+    }
+    let mut report = apply(project, overlay, &journal, &mut bin, &rec.id, true)?;
+    report.resumed = true;
+    report.forced = conflicts;
+    Ok(report)
+}
+
+/// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
+/// its overlay.
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mut Bin, id: &str, resume: bool) -> Result<AcceptReport> {
+    let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
+    // New contents come out of the overlay here (connections stay on this thread); each file
+    // is then replaced atomically on its own, so the writes run concurrently: they are bound
+    // by fsync latency, not CPU.
+    let mut work = Vec::with_capacity(journal.len());
+    for j in journal {
+        let content = match j.new {
+            Some(_) => Some(
+                overlay
+                    .get(&j.path)?
+                    .flatten()
+                    .ok_or_else(|| Error::Overlay { id: id.to_string(), message: format!("lost the content of {}", j.path) })?
+                    .0,
+            ),
+            None => None,
+        };
+        work.push((j, content));
+    }
+    let threads = crate::par::threads_for(work.len(), 16, 4);
+    let written = crate::par::map(&work, threads, "accept (writing)", |(j, content)| apply_one(project, j, content.as_deref(), resume))?;
+    written.into_iter().collect::<Result<()>>()?;
+    for j in journal {
+        match j.new {
+            Some(_) => report.written.push(j.path.clone()),
+            None => report.deleted.push(j.path.clone()),
+        }
+    }
+    let touched: Vec<(String, Option<Hash>)> = journal.iter().map(|j| (j.path.clone(), j.new.map(|n| n.0))).collect();
+    crate::sync::record_known(project, &touched)?;
+    drop(overlay);
+    let summary = format!("accepted: {} written, {} deleted", report.written.len(), report.deleted.len());
+    bin.finish_accept(id, &summary)?;
+    project.archive_overlay(id)?;
+    Ok(report)
+}
+
+/// Applies one journal entry. A fresh accept knows the file is as journaled; a resumed one
+/// reads it, skips it when already done and clears a killed writer's temporary file.
+fn apply_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<()> {
+    let cur = if resume {
+        fsx::remove_temp(&project.root, &j.path)?;
+        current(project, &j.path)?.map(|c| (c.0, c.1))
+    } else {
+        j.old
+    };
+    match j.new {
+        Some((hash, mode)) if cur != Some((hash, mode)) => fsx::write_atomic(&project.root, &j.path, content.unwrap_or_default(), mode),
+        Some(_) => Ok(()),
+        None if cur.is_some() => fsx::remove(&project.root, &j.path),
+        None => Ok(()),
+    }
+}
+
+/// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
+/// changes.
+pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
+    let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
+    project.archive_overlay(id)?;
+    Ok(rec)
+}
+

@@ -1,0 +1,58 @@
+//! Undo: restores what accepting an agent changed, from its journal, refusing paths edited
+//! since the accept.
+
+use super::accept::current;
+use crate::error::{Error, Result};
+use crate::lifecycle::State;
+use crate::project::Project;
+use crate::store::fsx;
+use serde::Serialize;
+
+/// What an undo restored.
+#[derive(Debug, Clone, Serialize)]
+pub struct UndoReport {
+    pub id: String,
+    pub restored: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Restores what accepting `id` changed, refusing paths edited since.
+pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
+    let mut bin = project.bin()?;
+    let rec = bin.get(id)?;
+    if rec.state != State::Accepted || rec.undone {
+        let from = if rec.undone { "accepted and already undone".to_string() } else { rec.state.to_string() };
+        return Err(Error::IllegalTransition { id: id.to_string(), from, action: "undo (only accepted agents can be undone)".into() });
+    }
+    let journal = bin.journal(id)?;
+    let mut edited = Vec::new();
+    for j in &journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        // Already restored (an interrupted undo) or still as accepted: both fine.
+        if cur != j.new.map(|n| n.0) && cur != j.old.map(|o| o.0) {
+            edited.push(j.path.clone());
+        }
+    }
+    if !edited.is_empty() {
+        return Err(Error::EditedSinceAccept { id: id.to_string(), paths: edited });
+    }
+    let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
+    let mut touched = Vec::new();
+    for j in &journal {
+        match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => {
+                fsx::write_atomic(&project.root, &j.path, content, *mode)?;
+                report.restored.push(j.path.clone());
+            }
+            _ => {
+                fsx::remove(&project.root, &j.path)?;
+                report.removed.push(j.path.clone());
+            }
+        }
+        touched.push(j.path.clone());
+    }
+    crate::sync::refresh(project, &touched)?;
+    bin.mark_undone(id)?;
+    Ok(report)
+}
+

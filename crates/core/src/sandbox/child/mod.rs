@@ -1,0 +1,245 @@
+//! The interpreter side of the sandbox, running in the child process (`cairn __sandbox`).
+//!
+//! Order of events: confine early (parent-death signal, Landlock); build the interpreter
+//! without the standard library or host access and install the externals, modules and guards
+//! (this is what a pre-started pool child has done while it waits); read the [`Start`] line;
+//! lock down (rlimits, heap cap, seccomp); run the script; answer [`ChildMsg::Done`].
+
+pub mod alloc;
+pub mod confine;
+mod modules;
+
+use crate::externals::External;
+use crate::lifecycle::ErrorKind;
+use crate::sandbox::policy::{self, FORBIDDEN_BUILTINS};
+use crate::sandbox::protocol::{ChildMsg, Reply, ScriptError, Start};
+use crate::sandbox::script::RESULT_NAME;
+use rustpython_vm::builtins::{PyBaseExceptionRef, PyTypeRef};
+use rustpython_vm::compiler::Mode;
+use rustpython_vm::function::FuncArgs;
+use rustpython_vm::py_serde::PyObjectSerializer;
+use rustpython_vm::{AsObject, Interpreter, PyObjectRef, PyResult, Settings, VirtualMachine};
+use serde_json::{Map, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::sync::{Mutex, OnceLock};
+
+/// Values for `Input(name)`.
+static INPUTS: OnceLock<Map<String, Value>> = OnceLock::new();
+/// The parent's side of the pipe (stdin of the child).
+static REPLIES: Mutex<Option<BufReader<std::io::Stdin>>> = Mutex::new(None);
+
+/// Stack of the interpreter thread: deep Python recursion needs room on the Rust stack.
+const INTERPRETER_STACK: usize = 256 * 1024 * 1024;
+
+fn send(msg: &ChildMsg) {
+    let Ok(mut line) = serde_json::to_string(msg) else { std::process::exit(3) };
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    if out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_err() {
+        // The parent is gone; nothing left to do.
+        std::process::exit(3);
+    }
+}
+
+fn read_line() -> Option<String> {
+    let mut guard = REPLIES.lock().ok()?;
+    let reader = guard.as_mut()?;
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(n) if n > 0 => Some(line),
+        _ => None,
+    }
+}
+
+fn recv() -> Reply {
+    match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
+        Some(r) => r,
+        None => std::process::exit(3),
+    }
+}
+
+/// Entry point of `cairn __sandbox`. Returns the process exit code.
+pub fn main(selftest: bool) -> i32 {
+    if selftest {
+        let report = confine::selftest();
+        let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).unwrap_or_default());
+        return 0;
+    }
+    let mut applied = confine::early();
+    if let Ok(mut g) = REPLIES.lock() {
+        *g = Some(BufReader::new(std::io::stdin()));
+    }
+    // Touch stdout once now, so that later protocol writes never allocate its buffer.
+    let _ = std::io::stdout().lock().flush();
+    let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
+        let mut settings = Settings::default();
+        settings.import_site = false;
+        settings.install_signal_handlers = false;
+        let interp = Interpreter::without_stdlib(settings);
+        interp.enter(|vm| {
+            let installed = install(vm);
+            let start: Start = match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
+                Some(s) => s,
+                None => std::process::exit(2),
+            };
+            let _ = INPUTS.set(start.inputs.clone());
+            confine::lock(&start, &mut applied);
+            match installed {
+                Ok(()) => run(vm, &start),
+                Err(e) => done_err(ErrorKind::Exception, format!("sandbox setup failed: {}", exception_text(vm, &e))),
+            }
+        })
+    });
+    let done = match worker.map(|h| h.join()) {
+        Ok(Ok(msg)) => msg,
+        _ => done_err(ErrorKind::Crash, "the interpreter crashed".into()),
+    };
+    send(&done);
+    0
+}
+
+fn done_err(kind: ErrorKind, message: String) -> ChildMsg {
+    ChildMsg::Done { result: None, error: Some(ScriptError { kind, message }) }
+}
+
+fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
+    vm.recursion_limit.set(start.max_recursion as usize);
+    let code = match vm.compile(&start.source, Mode::Exec, start.filename.clone()) {
+        Ok(code) => code,
+        Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
+    };
+    let scope = vm.new_scope_with_builtins();
+    match vm.run_code_obj(code, scope.clone()) {
+        Ok(_) => {
+            let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {
+                Ok(Some(obj)) => to_json(vm, &obj).unwrap_or_else(|| repr(vm, &obj)),
+                _ => Value::Null,
+            };
+            ChildMsg::Done { result: Some(result), error: None }
+        }
+        Err(exc) => {
+            let kind = if exc.class().is(vm.ctx.exceptions.recursion_error) {
+                ErrorKind::Recursion
+            } else if exc.class().is(vm.ctx.exceptions.memory_error) {
+                ErrorKind::Memory
+            } else {
+                ErrorKind::Exception
+            };
+            done_err(kind, exception_text(vm, &exc))
+        }
+    }
+}
+
+fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+    let mut text = String::new();
+    if vm.write_exception(&mut text, exc).is_err() || text.is_empty() {
+        text = exc.class().name().to_string();
+    }
+    text.trim_end().to_string()
+}
+
+fn to_json(vm: &VirtualMachine, obj: &PyObjectRef) -> Option<Value> {
+    serde_json::to_value(PyObjectSerializer::new(vm, obj)).ok()
+}
+
+fn repr(vm: &VirtualMachine, obj: &PyObjectRef) -> Value {
+    obj.repr(vm).map(|s| Value::String(s.to_string())).unwrap_or(Value::Null)
+}
+
+fn exception_type(vm: &VirtualMachine, name: &str) -> PyTypeRef {
+    let e = &vm.ctx.exceptions;
+    match name {
+        "ValueError" => e.value_error,
+        "FileNotFoundError" => e.file_not_found_error,
+        "IsADirectoryError" => e.is_a_directory_error,
+        "NotADirectoryError" => e.not_a_directory_error,
+        "TypeError" => e.type_error,
+        "TimeoutError" => e.timeout_error,
+        "NameError" => e.name_error,
+        "PermissionError" => e.permission_error,
+        "OSError" => e.os_error,
+        _ => e.runtime_error,
+    }
+    .to_owned()
+}
+
+/// Forwards one external call to the parent and turns the reply into a value or an exception.
+fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
+    let mut jargs = Vec::with_capacity(args.args.len());
+    for a in &args.args {
+        jargs.push(to_json(vm, a).ok_or_else(|| vm.new_type_error(format!("{name}(): arguments must be str, int, float, bool, None, list or dict")))?);
+    }
+    let mut kwargs = Map::new();
+    for (k, v) in &args.kwargs {
+        kwargs.insert(k.clone(), to_json(vm, v).ok_or_else(|| vm.new_type_error(format!("{name}(): argument '{k}' is not a plain value")))?);
+    }
+    send(&ChildMsg::Call { name: name.to_string(), args: jargs, kwargs });
+    match recv() {
+        Reply::Ok { ok } => rustpython_vm::py_serde::deserialize(vm, ok).map_err(|e| vm.new_runtime_error(format!("bad reply: {e}"))),
+        // Call the type rather than building the object: OSError subclasses need their own
+        // initialisation (errno, strerror) or str() on them fails.
+        Reply::Raise { exc, message } => Err(vm.invoke_exception(exception_type(vm, &exc), vec![vm.ctx.new_str(message).into()])?),
+    }
+}
+
+
+/// Installs the externals, `grail`, the importable modules, `print` and the restricted
+/// `__import__`; guards the attribute builtins and `str.format`; removes forbidden builtins.
+fn install(vm: &VirtualMachine) -> PyResult<()> {
+    let builtins = vm.builtins.clone();
+    let dict = builtins.dict();
+    let grail_dict = vm.ctx.new_dict();
+    for name in crate::externals::names() {
+        let f: PyObjectRef = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| call_host(vm, name, args)).into();
+        dict.set_item(name, f.clone(), vm)?;
+        grail_dict.set_item(name, f, vm)?;
+    }
+    let external: PyObjectRef = vm
+        .new_function("external", |f: PyObjectRef, vm: &VirtualMachine| -> PyResult {
+            let name = f.get_attr("__name__", vm)?.str(vm)?.to_string();
+            if name.parse::<External>().is_ok() {
+                vm.builtins.dict().get_item(name.as_str(), vm)
+            } else {
+                Err(vm.new_name_error(format!("'{name}' is not an external function (known: {})", crate::externals::names().collect::<Vec<_>>().join(", ")), vm.ctx.new_str(name)))
+            }
+        })
+        .into();
+    let input = modules::input_fn(vm, &INPUTS);
+    for (n, f) in [("external", &external), ("Input", &input)] {
+        dict.set_item(n, f.clone(), vm)?;
+        grail_dict.set_item(n, f.clone(), vm)?;
+    }
+    let grail: PyObjectRef = vm.new_module("grail", grail_dict, None).into();
+    let mut modules: Vec<(&str, PyObjectRef)> = Vec::new();
+    for &name in policy::ALLOWED_IMPORTS {
+        let module = if name == "grail" { grail.clone() } else { modules::load(vm, name)? };
+        modules.push((name, module));
+    }
+    let import = vm.new_function("__import__", move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let name = args.args.first().map(|n| n.str(vm)).transpose()?.map(|s| s.to_string()).unwrap_or_default();
+        match modules.iter().find(|(n, _)| *n == name) {
+            Some((_, m)) => Ok(m.clone()),
+            None => Err(vm.new_import_error(format!("import of '{name}' is not allowed in agent scripts"), vm.ctx.new_str(name))),
+        }
+    });
+    dict.set_item("__import__", import.into(), vm)?;
+
+    let print = vm.new_function("print", |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let sep = match args.kwargs.get("sep") {
+            Some(s) if !vm.is_none(s) => s.str(vm)?.to_string(),
+            _ => " ".to_string(),
+        };
+        let parts = args.args.iter().map(|a| a.str(vm).map(|s| s.to_string())).collect::<PyResult<Vec<_>>>()?;
+        call_host(vm, "log", FuncArgs::from(vec![vm.ctx.new_str(parts.join(&sep)).into()]))?;
+        Ok(vm.ctx.none())
+    });
+    dict.set_item("print", print.into(), vm)?;
+
+    modules::install_guards(vm, &dict)?;
+    for name in FORBIDDEN_BUILTINS {
+        if *name != "__import__" && dict.get_item_opt(*name, vm)?.is_some() {
+            dict.del_item(*name, vm)?;
+        }
+    }
+    Ok(())
+}

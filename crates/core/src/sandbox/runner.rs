@@ -1,0 +1,163 @@
+//! The parent side of the sandbox: starts the child with a cleared environment, sends the
+//! script, serves each external call through [`Host`], and kills the child at the wall-clock
+//! limit or when a parent-side limit is exceeded.
+
+use super::protocol::{ChildMsg, Reply, Start};
+use crate::error::{Error, Result};
+use crate::lifecycle::ErrorKind;
+use crate::externals::{CallError, Host};
+use serde_json::{Map, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+
+use super::pool::Pool;
+use super::spawn::{spawn, Spawned};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest line the child may send (a 10 MiB write_file, JSON-escaped, with room to spare).
+const MAX_LINE: u64 = 64 * 1024 * 1024;
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Value of the script's last expression (JSON), when it finished.
+    pub result: Option<Value>,
+    /// `(kind, message)` when it did not: `timeout`, `memory`, `recursion`, `limit`,
+    /// `exception`, `syntax` or `crash`.
+    pub error: Option<(ErrorKind, String)>,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    fn failed(kind: ErrorKind, message: impl Into<String>, start: Instant) -> Outcome {
+        Outcome { result: None, error: Some((kind, message.into())), elapsed: start.elapsed() }
+    }
+}
+
+/// Runs `source` in a sandbox child (from `pool` when given, else freshly started from `exe`),
+/// serving its calls with `host`.
+pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
+    let limits = host.limits.clone();
+    let Spawned { mut child, mut stdin, stdout, stderr } = match pool {
+        Some(p) => p.take()?,
+        None => spawn(exe)?,
+    };
+    let started = Instant::now();
+    let pid = child.id() as i32;
+
+    // Watchdog: SIGKILL at the wall-clock limit unless told the run is over.
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let timeout = Duration::from_secs(limits.timeout_seconds);
+    let watchdog = std::thread::spawn(move || match stop_rx.recv_timeout(timeout) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            kill(pid);
+            true
+        }
+        _ => false,
+    });
+    // Drain stderr (bounded) so the child never blocks on it.
+    let stderr_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.take(64 * 1024).read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+
+    let start_msg = Start {
+        source: source.to_string(),
+        filename: filename.to_string(),
+        inputs,
+        max_recursion: limits.max_recursion,
+        max_memory_mb: limits.max_memory_mb,
+        timeout_seconds: limits.timeout_seconds,
+    };
+    let mut outcome = None;
+    if write_line(&mut stdin, &serde_json::to_string(&start_msg)?).is_ok() {
+        let mut reader = BufReader::new(stdout);
+        outcome = serve(&mut reader, &mut stdin, host, started, pid);
+    }
+    drop(stdin);
+    let _ = stop_tx.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    if outcome.is_none() || timed_out {
+        kill(pid);
+    }
+    let status = child.wait().map_err(|e| Error::Sandbox(format!("wait: {e}")))?;
+    let stderr_text = stderr_reader.join().unwrap_or_default();
+    if timed_out {
+        return Ok(Outcome::failed(ErrorKind::Timeout, format!("exceeded timeout_seconds = {}", limits.timeout_seconds), started));
+    }
+    Ok(match outcome {
+        Some(o) => o,
+        None => {
+            let detail = match std::os::unix::process::ExitStatusExt::signal(&status) {
+                Some(sig) => format!("killed by signal {sig}"),
+                None => format!("exited with {status}"),
+            };
+            let tail: String = stderr_text.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+            if tail.contains("memory allocation") || tail.contains("out of memory") {
+                Outcome::failed(ErrorKind::Memory, format!("exceeded max_memory_mb = {}", limits.max_memory_mb), started)
+            } else {
+                Outcome::failed(ErrorKind::Crash, format!("the sandbox process {detail}{}", if tail.is_empty() { String::new() } else { format!(": {tail}") }), started)
+            }
+        }
+    })
+}
+
+fn write_line(w: &mut impl Write, line: &str) -> std::io::Result<()> {
+    w.write_all(line.as_bytes())?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
+fn kill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Serves calls until the child says it is done. `None` when the child died or misbehaved.
+fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, started: Instant, pid: i32) -> Option<Outcome> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.by_ref().take(MAX_LINE).read_until(b'\n', &mut line).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if line.last() != Some(&b'\n') {
+            kill(pid);
+            return Some(Outcome::failed(ErrorKind::Limit, "a call from the script exceeded the message size limit", started));
+        }
+        let msg: ChildMsg = match serde_json::from_slice(&line) {
+            Ok(m) => m,
+            Err(_) => {
+                kill(pid);
+                return Some(Outcome::failed(ErrorKind::Crash, "the sandbox sent a malformed message", started));
+            }
+        };
+        match msg {
+            ChildMsg::Call { name, args, kwargs } => {
+                let reply = match host.call(&name, &args, &kwargs) {
+                    Ok(ok) => Reply::Ok { ok },
+                    Err(CallError::Raise { exc, message }) => Reply::Raise { exc: exc.to_string(), message },
+                    Err(CallError::Fatal { kind, message }) => {
+                        kill(pid);
+                        return Some(Outcome::failed(kind, message, started));
+                    }
+                };
+                let text = serde_json::to_string(&reply).ok()?;
+                write_line(stdin, &text).ok()?;
+            }
+            ChildMsg::Done { result, error } => {
+                if let Some(r) = &result {
+                    if r.to_string().len() as u64 > host.limits.max_log_bytes {
+                        return Some(Outcome::failed(ErrorKind::Limit, format!("the result exceeded max_log_bytes = {}", host.limits.max_log_bytes), started));
+                    }
+                }
+                return Some(Outcome { result, error: error.map(|e| (e.kind, e.message)), elapsed: started.elapsed() });
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The accept journal in `bin.db`: what an accept changes, written and forced to disk before
+//! the first project file is touched, so a crashed accept can be finished and an accepted one
+//! undone.
+
+use super::{apply_transition, AgentRecord, Bin, JournalEntry, TransitionExtra};
+use crate::error::{Error, Result};
+use crate::lifecycle::State;
+use crate::store::hash_from_blob;
+use rusqlite::{params, TransactionBehavior};
+
+impl Bin {
+    /// Writes the accept journal for `id` and marks the accept pending, in one transaction,
+    /// after checking the agent is still reviewing. The commit is fsynced: the journal must be
+    /// on disk before the first project file changes.
+    pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        let result = self.write_journal(id, entries);
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        result
+    }
+
+    fn write_journal(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (state, pending): (String, i64) =
+            tx.query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if state != State::Reviewing.as_str() || pending != 0 {
+            return Err(Error::IllegalTransition { id: id.to_string(), from: state, action: "accept".into() });
+        }
+        tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
+        {
+            let mut st = tx.prepare(
+                "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for e in entries {
+                st.execute(params![
+                    id,
+                    e.path,
+                    e.old.map(|o| o.0.to_vec()),
+                    e.old.map(|o| o.1),
+                    e.old_content,
+                    e.new.map(|n| n.0.to_vec()),
+                    e.new.map(|n| n.1)
+                ])?;
+            }
+        }
+        tx.execute("UPDATE agents SET accept_pending = 1 WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The journal of `id`'s accept, ordered by path.
+    pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode FROM journal WHERE agent_id = ?1 ORDER BY path",
+        )?;
+        let rows = st.query_map([id], |r| {
+            let pair = |h: Option<Vec<u8>>, m: Option<u32>| hash_from_blob(h).map(|h| (h, m.unwrap_or(0o644)));
+            Ok(JournalEntry {
+                path: r.get(0)?,
+                old: pair(r.get(1)?, r.get(2)?),
+                old_content: r.get(3)?,
+                new: pair(r.get(4)?, r.get(5)?),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Completes a pending accept: accepted, pending cleared, event appended. Should power
+    /// fail before this commit reaches the disk, the accept is still pending and the next
+    /// `accept` re-verifies every file from the journal and finishes it.
+    pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
+        apply_transition(&tx, id, State::Accepted, &TransitionExtra { message: Some(message), ..Default::default() })?;
+        tx.commit()?;
+        self.get(id)
+    }
+
+}

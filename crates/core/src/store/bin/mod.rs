@@ -1,0 +1,326 @@
+//! `bin.db`: lifecycle records of every agent, the event stream other processes follow, and
+//! the accept journal (what an accept changed, for crash recovery and undo).
+//!
+//! - this file: the schema, agent records and transitions;
+//! - [`workers`]: claiming queued agents and recovering dead workers' agents;
+//! - [`events`]: the event stream and hunk decisions;
+//! - [`journal`]: the accept journal.
+//!
+//! Every state change happens inside one IMMEDIATE transaction that checks the move against
+//! [`State::can_move_to`], writes the new state and appends an event, so a transition is
+//! persisted before anyone reports it and two processes never both claim an agent.
+
+mod events;
+mod journal;
+mod workers;
+
+use super::Hash;
+use crate::error::{Error, Result};
+use crate::lifecycle::{ErrorKind, Priority, Provider, State};
+
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use std::path::Path;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agents(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    task TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    state_changed_ms INTEGER NOT NULL,
+    error_kind TEXT,
+    error TEXT,
+    submission TEXT,
+    result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    worker_pid INTEGER,
+    worker_start INTEGER,
+    accept_pending INTEGER NOT NULL DEFAULT 0,
+    undone INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS agents_state ON agents(state);
+CREATE TABLE IF NOT EXISTS events(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hunk_decisions(
+    agent_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    accepted INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hunk_decisions_agent ON hunk_decisions(agent_id);
+CREATE TABLE IF NOT EXISTS journal(
+    agent_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    old_hash BLOB,
+    old_mode INTEGER,
+    old_content BLOB,
+    new_hash BLOB,
+    new_mode INTEGER,
+    PRIMARY KEY(agent_id, path)
+) WITHOUT ROWID;
+";
+
+/// The persisted record of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentRecord {
+    pub seq: i64,
+    pub id: String,
+    pub state: State,
+    pub task: String,
+    pub provider: Provider,
+    pub priority: Priority,
+    pub created_ms: i64,
+    pub state_changed_ms: i64,
+    pub error_kind: Option<ErrorKind>,
+    pub error: Option<String>,
+    pub submission: Option<serde_json::Value>,
+    pub result: Option<serde_json::Value>,
+    pub attempts: u32,
+    pub worker: Option<Worker>,
+    pub accept_pending: bool,
+    pub undone: bool,
+}
+
+/// Identity of the process running an agent: pid plus its start time, so a recycled pid is
+/// never mistaken for the original worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Worker {
+    pub pid: i64,
+    pub start: i64,
+}
+
+/// One lifecycle event.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Event {
+    pub seq: i64,
+    pub agent_id: String,
+    pub ts_ms: i64,
+    pub state: State,
+    pub message: String,
+}
+
+/// One path of an accept, as journaled before the working tree is touched.
+#[derive(Debug, Clone)]
+pub struct JournalEntry {
+    pub path: String,
+    /// Project file before the accept (`None` = absent).
+    pub old: Option<(Hash, u32)>,
+    pub old_content: Option<Vec<u8>>,
+    /// What the accept puts there (`None` = delete).
+    pub new: Option<(Hash, u32)>,
+}
+
+/// Extra fields written together with a transition.
+#[derive(Default)]
+pub struct TransitionExtra<'a> {
+    pub error: Option<(ErrorKind, &'a str)>,
+    pub submission: Option<&'a serde_json::Value>,
+    pub result: Option<&'a serde_json::Value>,
+    pub message: Option<&'a str>,
+}
+
+const COLS: &str = "seq, id, state, task, provider, priority, created_ms, state_changed_ms, error_kind, error, \
+                    submission, result, attempts, worker_pid, worker_start, accept_pending, undone";
+
+fn row(r: &Row) -> rusqlite::Result<AgentRecord> {
+    let state: String = r.get(2)?;
+    let json = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> {
+        Ok(r.get::<_, Option<String>>(i)?.and_then(|s| serde_json::from_str(&s).ok()))
+    };
+    let worker = match (r.get::<_, Option<i64>>(13)?, r.get::<_, Option<i64>>(14)?) {
+        (Some(pid), Some(start)) => Some(Worker { pid, start }),
+        _ => None,
+    };
+    Ok(AgentRecord {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        state: state.parse().unwrap_or(State::Errored),
+        task: r.get(3)?,
+        provider: r.get::<_, String>(4)?.parse().unwrap_or(Provider::File),
+        priority: Priority::from_i64(r.get(5)?),
+        created_ms: r.get(6)?,
+        state_changed_ms: r.get(7)?,
+        error_kind: r.get::<_, Option<String>>(8)?.map(|k| k.parse().unwrap_or(ErrorKind::Internal)),
+        error: r.get(9)?,
+        submission: json(10)?,
+        result: json(11)?,
+        attempts: r.get(12)?,
+        worker,
+        accept_pending: r.get::<_, i64>(15)? != 0,
+        undone: r.get::<_, i64>(16)? != 0,
+    })
+}
+
+/// An open `bin.db`.
+pub struct Bin {
+    pub(super) conn: Connection,
+}
+
+impl Bin {
+    /// Opens or creates the database. Commits survive a crash of any process (WAL,
+    /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
+    /// file is touched (see [`Bin::begin_accept`]).
+    pub fn open(path: &Path) -> Result<Bin> {
+        Ok(Bin { conn: super::open(path, SCHEMA)? })
+    }
+
+    /// Inserts a new queued agent with a fresh short id.
+    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority) -> Result<AgentRecord> {
+        let now = crate::time::now_ms();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut id = new_id();
+        while tx.query_row("SELECT 1 FROM agents WHERE id = ?1", [&id], |_| Ok(())).optional()?.is_some() {
+            id = new_id();
+        }
+        tx.execute(
+            "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?6, ?2, ?3, ?4, ?5, ?5)",
+            params![id, task, provider.as_str(), priority as i64, now, State::Queued.as_str()],
+        )?;
+        tx.execute(
+            "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?4, ?3)",
+            params![id, now, task, State::Queued.as_str()],
+        )?;
+        tx.commit()?;
+        self.get(&id)
+    }
+
+    /// The record of exactly `id`.
+    pub fn get(&self, id: &str) -> Result<AgentRecord> {
+        let mut st = self.conn.prepare_cached(&format!("SELECT {COLS} FROM agents WHERE id = ?1"))?;
+        st.query_row([id], row).optional()?.ok_or_else(|| Error::UnknownAgent(id.to_string()))
+    }
+
+    /// Resolves a unique id prefix to the full id.
+    pub fn resolve(&self, prefix: &str) -> Result<String> {
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(Error::UnknownAgent(prefix.to_string()));
+        }
+        let mut st = self.conn.prepare_cached("SELECT id FROM agents WHERE id LIKE ?1 || '%' ORDER BY seq LIMIT 6")?;
+        let ids: Vec<String> = st.query_map([prefix], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        match ids.len() {
+            0 => Err(Error::UnknownAgent(prefix.to_string())),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ if ids.iter().any(|i| i == prefix) => Ok(prefix.to_string()),
+            _ => Err(Error::AmbiguousAgent { prefix: prefix.to_string(), candidates: ids.join(", ") }),
+        }
+    }
+
+    /// Agents oldest first; only non-terminal ones unless `all`.
+    pub fn list(&self, all: bool) -> Result<Vec<AgentRecord>> {
+        let filter = if all { String::new() } else { format!("WHERE state NOT IN ({})", sql_states(State::is_terminal)) };
+        let mut st = self.conn.prepare_cached(&format!("SELECT {COLS} FROM agents {filter} ORDER BY seq"))?;
+        let rows = st.query_map([], row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Agents in `state`, oldest first.
+    pub fn in_state(&self, state: State) -> Result<Vec<AgentRecord>> {
+        let mut st = self.conn.prepare_cached(&format!("SELECT {COLS} FROM agents WHERE state = ?1 ORDER BY seq"))?;
+        let rows = st.query_map([state.as_str()], row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Moves `id` to `to` if the move is legal from its current state; `action` names the
+    /// operation for the error message. Returns the updated record.
+    pub fn transition(&mut self, id: &str, to: State, action: &str, extra: TransitionExtra) -> Result<AgentRecord> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (cur, pending): (String, i64) = tx
+            .query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or_else(|| Error::UnknownAgent(id.to_string()))?;
+        if pending != 0 {
+            return Err(Error::IllegalTransition {
+                id: id.to_string(),
+                from: "being accepted (the accept was interrupted)".into(),
+                action: format!("{action}; run `cairn accept {id}` again to finish"),
+            });
+        }
+        let from: State = cur.parse().map_err(|e| Error::Internal(format!("bin.db: {e}")))?;
+        if !from.can_move_to(to) {
+            return Err(Error::IllegalTransition { id: id.to_string(), from: from.to_string(), action: action.to_string() });
+        }
+        apply_transition(&tx, id, to, &extra)?;
+        tx.commit()?;
+        self.get(id)
+    }
+
+    /// Replaces the stored submission.
+    pub fn set_submission(&mut self, id: &str, submission: &serde_json::Value) -> Result<()> {
+        self.conn.execute("UPDATE agents SET submission = ?2 WHERE id = ?1", params![id, submission.to_string()])?;
+        Ok(())
+    }
+
+    /// Marks an accepted agent as undone.
+    pub fn mark_undone(&mut self, id: &str) -> Result<()> {
+        self.conn.execute("UPDATE agents SET undone = 1 WHERE id = ?1", [id])?;
+        self.note(id, State::Accepted, "undone")
+    }
+
+    /// Removes every trace of `id` (GC).
+    pub fn delete(&mut self, id: &str) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
+        tx.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1", [id])?;
+        tx.execute("DELETE FROM events WHERE agent_id = ?1", [id])?;
+        tx.execute("DELETE FROM agents WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Checks the database's own integrity (used by crash tests and `:checkhealth`).
+    pub fn integrity_ok(&self) -> Result<bool> {
+        let s: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        Ok(s == "ok")
+    }
+}
+
+pub(super) fn apply_transition(tx: &rusqlite::Transaction, id: &str, to: State, extra: &TransitionExtra) -> Result<()> {
+    let now = crate::time::now_ms();
+    tx.execute("UPDATE agents SET state = ?2, state_changed_ms = ?3 WHERE id = ?1", params![id, to.as_str(), now])?;
+    if let Some((kind, msg)) = extra.error {
+        tx.execute("UPDATE agents SET error_kind = ?2, error = ?3 WHERE id = ?1", params![id, kind.as_str(), msg])?;
+    }
+    if let Some(sub) = extra.submission {
+        tx.execute("UPDATE agents SET submission = ?2 WHERE id = ?1", params![id, sub.to_string()])?;
+    }
+    if let Some(res) = extra.result {
+        tx.execute("UPDATE agents SET result = ?2 WHERE id = ?1", params![id, res.to_string()])?;
+    }
+    if to.is_terminal() || to == State::Reviewing {
+        tx.execute("UPDATE agents SET worker_pid = NULL, worker_start = NULL WHERE id = ?1", [id])?;
+    }
+    let message = match (extra.message, extra.error) {
+        (Some(m), _) => m.to_string(),
+        (None, Some((_, e))) => e.to_string(),
+        (None, None) => extra
+            .submission
+            .and_then(|s| s.get("summary"))
+            .and_then(|s| s.as_str())
+            .unwrap_or("")
+            .to_string(),
+    };
+    tx.execute(
+        "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?3, ?4)",
+        params![id, now, to.as_str(), message],
+    )?;
+    Ok(())
+}
+
+/// The states for which `pred` holds, as an SQL list (`'generating', 'executing'`): lifecycle
+/// sets come from [`crate::lifecycle`], never from string literals here.
+pub(crate) fn sql_states(pred: impl Fn(State) -> bool) -> String {
+    State::ALL.into_iter().filter(|s| pred(*s)).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+/// A fresh 6-hex-digit id.
+fn new_id() -> String {
+    format!("{:06x}", rand::random::<u32>() & 0xff_ffff)
+}

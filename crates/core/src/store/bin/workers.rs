@@ -1,0 +1,75 @@
+//! Workers and the queue in `bin.db`: claiming the next queued agent within the concurrency
+//! limit, and recovering agents whose worker died.
+
+use super::{apply_transition, sql_states, AgentRecord, Bin, TransitionExtra, Worker};
+use crate::error::Result;
+use crate::lifecycle::{ErrorKind, State};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+impl Bin {
+    /// Claims the next queued agent (highest priority, then oldest) for `worker`, moving it to
+    /// generating, unless `max_running` agents already run. `only` restricts the claim to one id.
+    pub fn claim(&mut self, worker: Worker, max_running: u32, only: Option<&str>) -> Result<Option<AgentRecord>> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let running: i64 =
+            tx.query_row(&format!("SELECT count(*) FROM agents WHERE state IN ({})", sql_states(State::is_running)), [], |r| r.get(0))?;
+        if running >= max_running as i64 {
+            return Ok(None);
+        }
+        let next: Option<String> = match only {
+            Some(id) => tx.query_row("SELECT id FROM agents WHERE id = ?1 AND state = ?2", [id, State::Queued.as_str()], |r| r.get(0)).optional()?,
+            None => tx
+                .query_row("SELECT id FROM agents WHERE state = ?1 ORDER BY priority DESC, seq ASC LIMIT 1", [State::Queued.as_str()], |r| r.get(0))
+                .optional()?,
+        };
+        let Some(id) = next else { return Ok(None) };
+        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
+        apply_transition(&tx, &id, State::Generating, &TransitionExtra::default())?;
+        tx.commit()?;
+        Ok(Some(self.get(&id)?))
+    }
+
+    /// Recovers agents whose worker died mid-run: re-queued once, errored ("interrupted") the
+    /// second time. `alive` says whether a worker still runs. Returns the ids touched.
+    pub fn recover(&mut self, alive: &dyn Fn(Worker) -> bool) -> Result<Vec<(String, State)>> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stale: Vec<(String, u32, Option<Worker>)> = {
+            let mut st = tx.prepare(&format!(
+                "SELECT id, attempts, worker_pid, worker_start FROM agents WHERE state IN ({})",
+                sql_states(State::is_running)
+            ))?;
+            let rows = st.query_map([], |r| {
+                let w = match (r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?) {
+                    (Some(pid), Some(start)) => Some(Worker { pid, start }),
+                    _ => None,
+                };
+                Ok((r.get(0)?, r.get(1)?, w))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut touched = Vec::new();
+        for (id, attempts, worker) in stale {
+            if worker.is_some_and(alive) {
+                continue;
+            }
+            let now = crate::time::now_ms();
+            if attempts == 0 {
+                tx.execute(
+                    "UPDATE agents SET state = ?3, attempts = attempts + 1, worker_pid = NULL, worker_start = NULL, state_changed_ms = ?2 WHERE id = ?1",
+                    params![id, now, State::Queued.as_str()],
+                )?;
+                tx.execute(
+                    "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?3, 're-queued after its worker stopped')",
+                    params![id, now, State::Queued.as_str()],
+                )?;
+                touched.push((id, State::Queued));
+            } else {
+                let extra = TransitionExtra { error: Some((ErrorKind::Interrupted, "interrupted: its worker stopped twice mid-run")), ..Default::default() };
+                apply_transition(&tx, &id, State::Errored, &extra)?;
+                touched.push((id, State::Errored));
+            }
+        }
+        tx.commit()?;
+        Ok(touched)
+    }
+}

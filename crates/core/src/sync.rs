@@ -1,0 +1,240 @@
+//! Keeps `stable.db` a mirror of the working tree: [`init`] indexes the whole project (in
+//! parallel, re-hashing only files whose size or mtime changed), [`sync_paths`] refreshes the
+//! paths the watcher reports.
+
+use crate::error::{Error, Result};
+use crate::paths::{self, IgnoreRules};
+use crate::project::Project;
+use crate::store::{self, fsx, stable::Entry, Kind};
+use std::collections::HashMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// What an [`init`] did.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct InitReport {
+    pub files: u64,
+    pub dirs: u64,
+    pub hashed: u64,
+    pub removed: u64,
+}
+
+fn mtime_ns(md: &std::fs::Metadata) -> i64 {
+    md.mtime() * 1_000_000_000 + md.mtime_nsec()
+}
+
+/// Builds the entry of `rel` from disk, hashing only when `prev` does not already match size
+/// and mtime. `None` when the path is absent or not a project file type.
+fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<&Entry>) -> Result<Option<Entry>> {
+    let ft = md.file_type();
+    let kind = if ft.is_dir() {
+        Kind::Dir
+    } else if ft.is_file() {
+        Kind::File
+    } else if ft.is_symlink() {
+        Kind::Symlink
+    } else {
+        return Ok(None);
+    };
+    let mut e = Entry {
+        path: rel.to_string(),
+        kind,
+        mode: md.permissions().mode() & 0o7777,
+        size: if kind == Kind::File { md.size() } else { 0 },
+        mtime_ns: mtime_ns(md),
+        hash: None,
+    };
+    if kind == Kind::File {
+        match prev {
+            Some(p) if p.kind == Kind::File && p.size == e.size && p.mtime_ns == e.mtime_ns && p.hash.is_some() => e.hash = p.hash,
+            _ => match fsx::read(root, rel)? {
+                Some((bytes, _)) => {
+                    e.size = bytes.len() as u64;
+                    e.hash = Some(store::hash_bytes(&bytes));
+                }
+                None => return Ok(None),
+            },
+        }
+    }
+    Ok(Some(e))
+}
+
+/// Creates `.agentfs/` and indexes the whole project into `stable.db`, honouring `.gitignore`
+/// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
+pub fn init(project: &Project) -> Result<InitReport> {
+    let agentfs = project.agentfs();
+    std::fs::create_dir_all(&agentfs).map_err(|e| Error::io(&agentfs, e))?;
+    let mut stable = project.stable()?;
+    crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
+    let previous: HashMap<String, Entry> = stable.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();
+    let found = walk(&project.root);
+    // Hash on two threads (the machines this targets have two cores).
+    let entries = crate::par::map(&found, 2, "indexing", |(rel, md)| entry_from_disk(&project.root, rel, md, previous.get(rel)))?;
+
+    let mut report = InitReport::default();
+    let w = stable.writer()?;
+    let mut seen = std::collections::HashSet::new();
+    for e in entries {
+        let Some(e) = e? else { continue };
+        match e.kind {
+            Kind::Dir => report.dirs += 1,
+            _ => report.files += 1,
+        }
+        let prev = previous.get(&e.path);
+        if prev != Some(&e) {
+            if e.kind == Kind::File && prev.and_then(|p| p.hash) != e.hash {
+                report.hashed += 1;
+            }
+            w.upsert(&e)?;
+        }
+        seen.insert(e.path);
+    }
+    for path in previous.keys() {
+        if !seen.contains(path) {
+            w.remove_tree(path)?;
+            report.removed += 1;
+        }
+    }
+    w.commit()?;
+    Ok(report)
+}
+
+/// Every path of the project that is mirrored, with its metadata (a parallel walk that honours
+/// `.gitignore` and skips [`paths::ALWAYS_SKIPPED`] and accept's temporary files).
+fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
+    let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .ignore(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            !paths::ALWAYS_SKIPPED.contains(&name.as_ref()) && !name.ends_with(fsx::TEMP_SUFFIX)
+        })
+        .threads(2)
+        .build_parallel();
+    walker.run(|| {
+        let found = &found;
+        Box::new(move |res| {
+            let Ok(ent) = res else { return ignore::WalkState::Continue };
+            let rel = ent.path().strip_prefix(root).ok().and_then(Path::to_str).filter(|r| !r.is_empty());
+            if let (Some(rel), Ok(md)) = (rel, ent.metadata()) {
+                if let Ok(mut f) = found.lock() {
+                    f.push((rel.to_string(), md));
+                }
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_default()
+}
+
+/// Brings `stable.db` in line with the disk for each of `rels` (created, modified, deleted or
+/// renamed paths). A directory that appears is indexed with everything below it.
+pub fn sync_paths(project: &Project, rules: &mut IgnoreRules, rels: &[String]) -> Result<usize> {
+    let mut stable = project.stable()?;
+    let mut updates: Vec<Option<Entry>> = Vec::new();
+    let mut removals: Vec<String> = Vec::new();
+    let mut queue: Vec<String> = rels.to_vec();
+    while let Some(rel) = queue.pop() {
+        if rel.ends_with(".gitignore") {
+            rules.invalidate();
+        }
+        let full = project.root.join(&rel);
+        let md = match std::fs::symlink_metadata(&full) {
+            Ok(md) => md,
+            Err(_) => {
+                removals.push(rel);
+                continue;
+            }
+        };
+        let name = rel.rsplit('/').next().unwrap_or("");
+        if name.ends_with(fsx::TEMP_SUFFIX) || rules.is_ignored(&rel, md.is_dir()) {
+            removals.push(rel);
+            continue;
+        }
+        let prev = stable.get(&rel)?;
+        let entry = entry_from_disk(&project.root, &rel, &md, prev.as_ref())?;
+        if let Some(e) = &entry {
+            if e.kind == Kind::Dir && prev.as_ref().map(|p| p.kind) != Some(Kind::Dir) {
+                if let Ok(rd) = std::fs::read_dir(&full) {
+                    for child in rd.flatten() {
+                        if let Some(n) = child.file_name().to_str() {
+                            queue.push(format!("{rel}/{n}"));
+                        }
+                    }
+                }
+            }
+            if prev.as_ref() != Some(e) {
+                if prev.as_ref().is_some_and(|p| p.kind == Kind::Dir) && e.kind != Kind::Dir {
+                    removals.push(rel.clone());
+                }
+                updates.push(entry);
+            }
+        } else {
+            removals.push(rel);
+        }
+    }
+    let n = updates.len() + removals.len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let w = stable.writer()?;
+    for rel in &removals {
+        w.remove_tree(rel)?;
+    }
+    let mut dirs = std::collections::BTreeSet::new();
+    for e in updates.into_iter().flatten() {
+        // Make sure the parents are indexed too (a file created in a new directory).
+        dirs.extend(paths::ancestors(&e.path).map(str::to_string));
+        w.upsert(&e)?;
+    }
+    upsert_dirs(project, &w, dirs)?;
+    w.commit()?;
+    Ok(n)
+}
+
+/// Indexes each of `dirs` that is a directory on disk.
+fn upsert_dirs(project: &Project, w: &crate::store::stable::Writer<'_>, dirs: impl IntoIterator<Item = String>) -> Result<()> {
+    for dir in dirs {
+        if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
+            if md.is_dir() {
+                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refreshes `rels` in `stable.db` with a fresh set of ignore rules (after accept or undo).
+pub fn refresh(project: &Project, rels: &[String]) -> Result<()> {
+    let mut rules = IgnoreRules::new(&project.root);
+    sync_paths(project, &mut rules, rels).map(|_| ())
+}
+
+/// Records paths whose new content hash is already known (`None` = removed), taking only size,
+/// mode and mtime from disk: what accept uses, so it never re-reads what it just wrote.
+pub fn record_known(project: &Project, paths: &[(String, Option<store::Hash>)]) -> Result<()> {
+    let mut stable = project.stable()?;
+    let w = stable.writer()?;
+    let mut dirs = std::collections::BTreeSet::new();
+    for (rel, hash) in paths {
+        let md = match (hash, std::fs::symlink_metadata(project.root.join(rel))) {
+            (Some(_), Ok(md)) if md.is_file() => md,
+            _ => {
+                w.remove_tree(rel)?;
+                continue;
+            }
+        };
+        dirs.extend(paths::ancestors(rel).map(str::to_string));
+        w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md), hash: *hash })?;
+    }
+    upsert_dirs(project, &w, dirs)?;
+    w.commit()
+}

@@ -1,0 +1,131 @@
+//! Preview workspaces: the merged view of an agent materialized as a real directory under
+//! `$CAIRN_HOME/workspaces/<id>/`, so that tools (a second Neovim, a test runner) can use it.
+//!
+//! Materialization is incremental: a manifest (path -> hash, mode) in `$CAIRN_HOME/state/`
+//! records what the directory holds, and a repeat writes only what changed and removes what
+//! went away. Files are copied, never hard-linked: an edit in the preview never reaches the
+//! project.
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::{hash_bytes, Kind};
+use crate::view::View;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// What a materialization did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Materialized {
+    pub path: PathBuf,
+    pub written: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Manifest {
+    files: BTreeMap<String, (String, u32)>,
+}
+
+fn manifest_path(project: &Project, id: &str) -> PathBuf {
+    project.home.state().join(format!("workspace-{id}.json"))
+}
+
+enum Source {
+    Project,
+    Bytes(Vec<u8>),
+}
+
+/// Materializes agent `id`'s merged view into its workspace directory and writes the
+/// proposal's diff to `$CAIRN_HOME/previews/<id>.diff`.
+pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
+    let dir = project.home.workspace(id);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let state = project.home.state();
+    std::fs::create_dir_all(&state).map_err(|e| Error::io(&state, e))?;
+    let mpath = manifest_path(project, id);
+    // The manifest says what the directory holds; without one (first run, or lost), every
+    // file is written.
+    let old: Manifest = std::fs::read(&mpath).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+
+    let overlay = project
+        .existing_overlay(id)?
+        .ok_or_else(|| Error::NoProposal(id.to_string()))?;
+    let view = View::new(project, &overlay)?;
+    let mut desired: BTreeMap<String, (String, u32, Source)> = BTreeMap::new();
+    for e in view.stable.all()? {
+        if e.kind == Kind::File {
+            if let Some(h) = e.hash {
+                desired.insert(e.path, (hex::encode(h), e.mode, Source::Project));
+            }
+        }
+    }
+    for (path, whiteout) in overlay.paths()? {
+        if whiteout {
+            desired.remove(&path);
+        } else if let Some(Some((content, mode))) = overlay.get(&path)? {
+            desired.insert(path, (hex::encode(hash_bytes(&content)), mode, Source::Bytes(content)));
+        }
+    }
+
+    let mut report = Materialized { path: dir.clone(), written: 0, removed: 0, unchanged: 0 };
+    let mut todo: Vec<(&String, &(String, u32, Source))> = Vec::new();
+    for (path, entry) in &desired {
+        if old.files.get(path).is_some_and(|(h, m)| *h == entry.0 && *m == entry.1) {
+            report.unchanged += 1;
+        } else {
+            todo.push((path, entry));
+        }
+    }
+    for path in old.files.keys() {
+        if !desired.contains_key(path) {
+            let _ = std::fs::remove_file(dir.join(path));
+            report.removed += 1;
+        }
+    }
+    report.written = todo.len();
+    let written = crate::par::map(&todo, 2, "materialize", |(path, (_, mode, source))| write_one(project, &dir, path, *mode, source))?;
+    written.into_iter().collect::<Result<()>>()?;
+
+    if report.written > 0 || report.removed > 0 || old.files.is_empty() {
+        let manifest = Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() };
+        std::fs::write(&mpath, serde_json::to_vec(&manifest)?).map_err(|e| Error::io(&mpath, e))?;
+    }
+    let previews = project.home.previews();
+    std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;
+    let diff = crate::review::unified(&crate::review::changes(project, id)?);
+    let dpath = previews.join(format!("{id}.diff"));
+    std::fs::write(&dpath, diff).map_err(|e| Error::io(&dpath, e))?;
+    Ok(report)
+}
+
+fn write_one(project: &Project, dir: &Path, rel: &str, mode: u32, source: &Source) -> Result<()> {
+    let target = dir.join(rel);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    // Replace rather than write through: the old file may be open in the preview editor.
+    let _ = std::fs::remove_file(&target);
+    match source {
+        Source::Bytes(bytes) => std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?,
+        Source::Project => {
+            let Some((bytes, _)) = crate::store::fsx::read(&project.root, rel)? else { return Ok(()) };
+            std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?
+        }
+    }
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&target, e))
+}
+
+/// Removes agent `id`'s workspace, manifest and preview diff.
+pub fn remove(project: &Project, id: &str) -> Result<()> {
+    let dir = project.home.workspace(id);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    for p in [manifest_path(project, id), project.home.previews().join(format!("{id}.diff"))] {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! The loop of a long-running cairn process (`cairn up`, the Neovim host), until `stop` is
+//! set: recovery of interrupted agents, the file watcher (and the marker that says the index
+//! is live), the worker pool with pre-started sandbox children, and signal files.
+
+use cairn_core::error::Result;
+use cairn_core::index::LiveIndex;
+use cairn_core::orchestrator;
+use cairn_core::project::Project;
+use cairn_core::sandbox::pool::Pool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Pre-started children kept by a long-running process.
+const POOL_SIZE: usize = 2;
+
+/// Serves `project` until `stop` is set. `report` receives one-line messages for the user.
+pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) + Sync)) -> Result<()> {
+    for (id, state) in orchestrator::recover(project)? {
+        report(format!("agent {id} {state} after an interrupted run"));
+    }
+    let mut watcher = cairn_core::watcher::Watcher::start(project)?;
+    // The watcher starts before this catch-up, so nothing between the two is missed.
+    cairn_core::sync::init(project)?;
+    let _live = match LiveIndex::claim(project) {
+        Ok(live) => Some(live),
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    };
+    let pool = Pool::new(&project.exe, (project.config.orchestrator.max_concurrent_agents as usize).min(POOL_SIZE));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if let Err(e) = watcher.pump(Duration::from_millis(200)) {
+                    tracing::warn!("watcher: {e}");
+                }
+            }
+        });
+        let polling = project.config.orchestrator.signal_polling;
+        let mut tick = || {
+            if polling {
+                for h in crate::signals::poll(project) {
+                    match h.outcome {
+                        Ok(_) => tracing::info!("signal {} done", h.name),
+                        Err(e) => report(format!("signal {} failed: {e}", h.name)),
+                    }
+                }
+            }
+        };
+        let result = orchestrator::serve(project, Some(&pool), &|| stop.load(Ordering::Relaxed), &mut tick);
+        stop.store(true, Ordering::Relaxed);
+        result
+    })
+}
