@@ -149,3 +149,13 @@ fn grail_stubs_inputs_and_both_call_styles() {
     assert_eq!(bad.state.as_str(), "errored");
     assert!(bad.error.unwrap().contains("'not_an_external' is not an external function"));
 }
+
+#[test]
+fn every_external_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/cairn.txt")).unwrap();
+    let section = &doc[doc.find("*cairn-externals*").expect("externals section")..];
+    for external in cairn::externals::External::ALL {
+        let name = external.as_str();
+        assert!(section.lines().any(|l| l.starts_with(&format!("{name}("))), "doc/cairn.txt documents no {name}(...) under *cairn-externals*");
+    }
+}

@@ -45,7 +45,9 @@ pub(crate) fn apply_hunk(text: &str, hunk: &Hunk) -> Option<String> {
     }
     lines.splice(hunk.old_start..end, hunk.added.iter().cloned());
     let mut out = lines.join("\n");
-    if text.ends_with('\n') || (text.is_empty() && !out.is_empty()) {
+    // A text with lines keeps (or, when it was empty, gets) a final newline; no lines at all
+    // is the empty text, not "\n".
+    if !lines.is_empty() && (text.ends_with('\n') || text.is_empty()) {
         out.push('\n');
     }
     Some(out)
