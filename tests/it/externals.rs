@@ -62,7 +62,7 @@ fn write_and_delete_semantics() {
             ("err(write_file, '../x.txt', 'a')", json!("ValueError: Invalid path")),
             ("err(write_file, 'src', 'a')", json!("IsADirectoryError: is a directory: src")),
             ("err(write_file, 'src/main.py/x', 'a')", json!("NotADirectoryError: not a directory: src/main.py")),
-            ("err(write_file, '.agentfs/stable.db', 'a')", json!("ValueError: Invalid path")),
+            ("err(write_file, '.agentfs/stable.db', 'a')", json!("PermissionError: \".agentfs/stable.db\" is protected: repository and cairn machinery (.git, .jj, .agentfs, .grail) is off limits to agents")),
             ("[delete_file('README.md'), file_exists('README.md'), err(read_file, 'README.md')]", json!([true, false, "FileNotFoundError: no such file: README.md"])),
             ("err(delete_file, 'missing.txt')", json!("FileNotFoundError: no such file: missing.txt")),
             ("err(delete_file, 'src')", json!("IsADirectoryError: is a directory: src")),

@@ -4,12 +4,14 @@
 mod support;
 
 mod architecture;
+mod budgets;
 mod cli;
 mod config_gc;
 mod crash;
 mod externals;
 mod invariants;
 mod lifecycle;
+mod protected;
 mod llm;
 mod sandbox;
 mod signals;

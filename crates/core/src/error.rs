@@ -31,6 +31,10 @@ pub enum Error {
     /// A path that escapes the project, contains NUL, or is otherwise unusable.
     #[error("invalid path {0:?}")]
     InvalidPath(String),
+    /// A path agents may not write (repository or cairn machinery, cairn's configuration,
+    /// control characters); `rule` says which rule refused it.
+    #[error("protected path {path:?}: {rule}")]
+    ProtectedPath { path: String, rule: &'static str },
     /// A bad value or file in the configuration.
     #[error("config: {0}")]
     Config(String),
@@ -100,6 +104,7 @@ impl Error {
             Error::StaleBase { .. } => "stale_base",
             Error::EditedSinceAccept { .. } => "edited_since_accept",
             Error::InvalidPath(_) => "invalid_path",
+            Error::ProtectedPath { .. } => "protected_path",
             Error::Config(_) => "config",
             Error::Usage(_) => "usage",
             Error::NoProposal(_) => "no_proposal",
@@ -132,6 +137,7 @@ impl Error {
             }
             Error::EditedSinceAccept { .. } => "revert or commit your edits to those paths first".into(),
             Error::InvalidPath(_) => "paths are project-relative; they may not leave the project".into(),
+            Error::ProtectedPath { .. } => "reject this agent: its proposal writes where agents may not".into(),
             Error::Config(_) => "see `:help cairn-config` or doc/cairn.txt for every key".into(),
             Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
             Error::NoProposal(id) => format!("`cairn status {id}` shows where the agent is"),
@@ -171,6 +177,7 @@ mod tests {
             Error::StaleBase { .. } => (1, "stale_base"),
             Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
             Error::InvalidPath(_) => (1, "invalid_path"),
+            Error::ProtectedPath { .. } => (1, "protected_path"),
             Error::Config(_) => (1, "config"),
             Error::Usage(_) => (2, "usage"),
             Error::NoProposal(_) => (1, "no_proposal"),
@@ -201,6 +208,7 @@ mod tests {
             Error::StaleBase { id: s(), paths: vec![s()] },
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::InvalidPath(s()),
+            Error::ProtectedPath { path: s(), rule: "r" },
             Error::Config(s()),
             Error::Usage(s()),
             Error::NoProposal(s()),

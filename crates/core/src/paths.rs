@@ -8,9 +8,23 @@ use crate::error::{Error, Result};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use unicode_normalization::UnicodeNormalization;
 
 /// Top-level or nested directory names that are never part of the project.
 pub const ALWAYS_SKIPPED: &[&str] = &[".git", ".jj", ".agentfs", ".grail", "target", "node_modules", "__pycache__"];
+
+/// Longest path an agent may name, in bytes (Linux PATH_MAX).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest path component, in bytes (Linux NAME_MAX).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// A path cut to 200 bytes for messages (an agent's path may be megabytes long).
+fn shorten(raw: &str) -> String {
+    match raw.char_indices().nth(200) {
+        Some((cut, _)) if cut < raw.len() => format!("{}…", &raw[..cut]),
+        _ => raw.to_string(),
+    }
+}
 
 /// Normalizes an agent-supplied path to a project-relative path with `/` separators.
 ///
@@ -18,8 +32,8 @@ pub const ALWAYS_SKIPPED: &[&str] = &[".git", ".jj", ".agentfs", ".grail", "targ
 /// root. NUL bytes, backslashes, drive letters, `~` and the project's own absolute path are
 /// refused. The empty result (`""`) is the project root itself.
 pub fn normalize(raw: &str, root: &Path) -> Result<String> {
-    let invalid = || Error::InvalidPath(raw.to_string());
-    if raw.contains('\0') || raw.contains('\\') || raw.starts_with('~') {
+    let invalid = || Error::InvalidPath(shorten(raw));
+    if raw.len() > MAX_PATH_BYTES || raw.contains('\0') || raw.contains('\\') || raw.starts_with('~') {
         return Err(invalid());
     }
     if raw.len() >= 2 && raw.as_bytes()[1] == b':' && raw.as_bytes()[0].is_ascii_alphabetic() {
@@ -41,10 +55,49 @@ pub fn normalize(raw: &str, root: &Path) -> Result<String> {
                     return Err(invalid());
                 }
             }
+            c if c.len() > MAX_NAME_BYTES => return Err(invalid()),
             c => parts.push(c),
         }
     }
     Ok(parts.join("/"))
+}
+
+/// Directories that hold a repository's or cairn's own machinery: an agent never writes or
+/// deletes anything below one, at any depth.
+pub const PROTECTED_DIRS: &[&str] = &[".git", ".jj", ".agentfs", ".grail"];
+
+/// File names that configure cairn: an agent never writes or deletes one, at any depth.
+pub const PROTECTED_FILES: &[&str] = &[".cairn.toml"];
+
+/// A path component as file systems and tools may treat it: NFKC (`．git` is `.git`), lower
+/// case (`.GIT` on a case-insensitive disk), trailing dots and spaces stripped (`.git.` on
+/// Windows-style file systems).
+fn fold(component: &str) -> String {
+    let folded: String = component.nfkc().collect::<String>().to_lowercase();
+    folded.trim_end_matches(['.', ' ']).to_string()
+}
+
+/// A character that may not appear in a path an agent writes: control characters (C0, DEL,
+/// C1: a newline forges diff headers, ESC drives terminals) and the bidirectional formatting
+/// marks that make a name read differently from what it is.
+fn is_hostile_char(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Why an agent may not write or delete the project-relative path `rel`, if it may not: the
+/// rule that refuses it, for the error message.
+pub fn protected(rel: &str) -> Option<&'static str> {
+    if rel.chars().any(is_hostile_char) {
+        return Some("paths may not contain control or bidirectional formatting characters");
+    }
+    let comps: Vec<String> = rel.split('/').map(fold).collect();
+    if comps.iter().any(|c| PROTECTED_DIRS.iter().any(|d| c == d)) {
+        return Some("repository and cairn machinery (.git, .jj, .agentfs, .grail) is off limits to agents");
+    }
+    if comps.last().is_some_and(|c| PROTECTED_FILES.iter().any(|f| c == f)) {
+        return Some("cairn's configuration (.cairn.toml) is off limits to agents");
+    }
+    None
 }
 
 /// True when a project-relative path lies inside a directory cairn never mirrors.
@@ -119,8 +172,22 @@ impl IgnoreRules {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{normalize, protected};
     use std::path::Path;
+
+    #[test]
+    fn protected_paths() {
+        for p in [
+            ".cairn.toml", "sub/.cairn.toml", ".Cairn.TOML", ".cairn.toml.", ".git/hooks/pre-commit", ".GIT/x", ".git./x",
+            "\u{ff0e}git/x", "a/.git/x", ".git", ".jj/x", ".agentfs/x", ".grail/x", "a\nb", "a\u{1b}[31m", "x\u{202e}txt.py",
+            ".git /x", "\u{ff0e}\u{ff27}\u{ff29}\u{ff34}/config",
+        ] {
+            assert!(protected(p).is_some(), "{p:?} should be protected");
+        }
+        for p in ["src/main.py", ".gitignore", ".github/workflows/ci.yml", "git/x", "a.git/x", "cairn.toml", "docs/.cairn.toml.md"] {
+            assert_eq!(protected(p), None, "{p:?} should be writable");
+        }
+    }
 
     #[test]
     fn normalize_cases() {
@@ -140,5 +207,10 @@ mod tests {
         for bad in ["..", "../x", "a/../../x", "x\0y", "/work/proj/src/a.py", "C:/x", "a\\b", "~/x"] {
             assert!(normalize(bad, root).is_err(), "{bad:?} should be refused");
         }
+        assert!(normalize(&"a/".repeat(600_000), root).is_err(), "600,000 components");
+        assert!(normalize(&"x".repeat(256), root).is_err(), "a 256-byte name");
+        assert!(normalize(&"x".repeat(255), root).is_ok());
+        let long = "y".repeat(5000);
+        assert!(normalize(&long, root).unwrap_err().to_string().len() < 300, "the error quotes a bounded path");
     }
 }

@@ -10,6 +10,14 @@ use serde_json::{json, Value};
 /// Largest content one `write_file` call accepts.
 pub const MAX_WRITE_FILE_BYTES: usize = 10 * 1024 * 1024;
 
+/// Refuses a write or delete of a protected path, naming the path and the rule.
+fn refuse_protected(rel: &str) -> Result<(), CallError> {
+    match paths::protected(rel) {
+        Some(rule) => Err(raise("PermissionError", format!("{rel:?} is protected: {rule}"))),
+        None => Ok(()),
+    }
+}
+
 impl Host<'_> {
     /// Records the project's state at `rel` if the agent has not touched it before.
     fn touch_base(&self, rel: &str, content: Option<&[u8]>) -> Result<(), CallError> {
@@ -42,6 +50,7 @@ impl Host<'_> {
     }
 
     pub(super) fn write_file(&mut self, rel: &str, content: &str) -> Result<Value, CallError> {
+        refuse_protected(rel)?;
         if rel.is_empty() || paths::has_skipped_component(rel) {
             return Err(raise("ValueError", "Invalid path"));
         }
@@ -56,7 +65,8 @@ impl Host<'_> {
                 return Err(raise("NotADirectoryError", format!("not a directory: {anc}")));
             }
         }
-        self.written_bytes += content.len() as u64;
+        // The path is stored too: it counts like content.
+        self.written_bytes += (content.len() + rel.len()) as u64;
         if self.written_bytes > self.limits.max_write_bytes {
             return Err(limit(format!("wrote more than max_write_bytes = {} bytes", self.limits.max_write_bytes)));
         }
@@ -65,8 +75,10 @@ impl Host<'_> {
             return Err(limit(format!("wrote more than max_files_written = {} files", self.limits.max_files_written)));
         }
         self.touch_base(rel, None)?;
+        // The proposal never carries setuid, setgid or sticky bits, even over a file that has
+        // them: the diff shows the change, and accept cannot write them.
         let mode = match self.view.read(rel)? {
-            Some((_, mode)) => mode,
+            Some((_, mode)) => mode & 0o777,
             None => 0o644,
         };
         self.overlay().write(rel, content.as_bytes(), mode)?;
@@ -74,6 +86,7 @@ impl Host<'_> {
     }
 
     pub(super) fn delete_file(&self, rel: &str) -> Result<Value, CallError> {
+        refuse_protected(rel)?;
         match self.view.node(rel)? {
             Node::Absent => return Err(raise("FileNotFoundError", format!("no such file: {rel}"))),
             Node::Dir => return Err(raise("IsADirectoryError", format!("is a directory: {rel}"))),

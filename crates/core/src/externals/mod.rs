@@ -15,6 +15,7 @@ mod search;
 
 use crate::config::Sandbox as Limits;
 use crate::error::Error;
+use crate::lifecycle::ErrorKind;
 use crate::paths;
 use crate::store::overlay::{AuditRecord, Overlay};
 use crate::view::View;
@@ -87,7 +88,7 @@ pub enum CallError {
     /// Raised in the script as the named Python exception; the run goes on.
     Raise { exc: &'static str, message: String },
     /// A run limit was exceeded: the run ends, errored with `kind`.
-    Fatal { kind: crate::lifecycle::ErrorKind, message: String },
+    Fatal { kind: ErrorKind, message: String },
 }
 
 pub(crate) fn raise(exc: &'static str, message: impl Into<String>) -> CallError {
@@ -95,7 +96,7 @@ pub(crate) fn raise(exc: &'static str, message: impl Into<String>) -> CallError 
 }
 
 pub(crate) fn limit(message: String) -> CallError {
-    CallError::Fatal { kind: crate::lifecycle::ErrorKind::Limit, message }
+    CallError::Fatal { kind: ErrorKind::Limit, message }
 }
 
 impl From<Error> for CallError {
@@ -122,12 +123,18 @@ pub struct Host<'a> {
     written_bytes: u64,
     log_bytes: u64,
     submitted: bool,
+    /// Calls so far (the audit log keeps the first [`MAX_AUDITED_CALLS`]).
+    calls: u64,
 }
+
+/// Audit rows one run may add: a script calling in a loop cannot grow the overlay without
+/// bound (each row is at most a few hundred bytes).
+pub const MAX_AUDITED_CALLS: u64 = 10_000;
 
 impl<'a> Host<'a> {
     /// A host serving `view` within `limits`.
     pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_log: &'a dyn Fn(&str)) -> Self {
-        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, log_bytes: 0, submitted: false }
+        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, log_bytes: 0, submitted: false, calls: 0 }
     }
 
     fn overlay(&self) -> &Overlay {
@@ -143,9 +150,17 @@ impl<'a> Host<'a> {
     pub fn call(&mut self, name: &str, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
         let start = Instant::now();
         let result = match name.parse::<External>() {
-            Ok(external) => self.dispatch(external, args, kwargs),
-            Err(_) => Err(raise("NameError", format!("unknown external function '{name}'"))),
+            // A panic in a call (a bug, or a dependency failing on hostile input) ends the run
+            // as `internal`; it never unwinds through the runner and leaves the agent running.
+            Ok(external) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(external, args, kwargs)))
+                .unwrap_or_else(|_| Err(CallError::Fatal { kind: ErrorKind::Internal, message: format!("{name}() failed inside cairn") })),
+            Err(_) => Err(raise("NameError", format!("unknown external function '{}'", summarize(&Value::String(name.to_string()))))),
         };
+        self.calls += 1;
+        if self.calls > MAX_AUDITED_CALLS {
+            // Past the cap the calls still run; the audit log keeps what it has.
+            return result;
+        }
         let mut all_args = args.to_vec();
         if !kwargs.is_empty() {
             all_args.push(Value::Object(kwargs.clone()));
@@ -156,8 +171,8 @@ impl<'a> Host<'a> {
             args: summarize(&Value::Array(all_args)),
             result: result.as_ref().ok().map(summarize),
             error: result.as_ref().err().map(|e| match e {
-                CallError::Raise { exc, message } => format!("{exc}: {message}"),
-                CallError::Fatal { kind, message } => format!("{kind}: {message}"),
+                CallError::Raise { exc, message } => summarize(&Value::String(format!("{exc}: {message}"))),
+                CallError::Fatal { kind, message } => summarize(&Value::String(format!("{kind}: {message}"))),
             }),
             duration_us: start.elapsed().as_micros() as i64,
         };
@@ -220,6 +235,10 @@ impl<'a> Host<'a> {
             Some(other) => return Err(raise("TypeError", format!("changed_files must be a list, not {}", type_name(other)))),
         };
         let sub = json!({ "summary": summary, "changed_files": changed });
+        let size = sub.to_string().len() as u64;
+        if size > self.limits.max_log_bytes {
+            return Err(raise("ValueError", format!("the submission is {size} bytes; at most max_log_bytes = {}", self.limits.max_log_bytes)));
+        }
         self.overlay().kv_set("submission", &sub.to_string())?;
         self.submitted = true;
         Ok(Value::Bool(true))

@@ -10,11 +10,45 @@ pub const MAX_SEARCH_RESULTS: usize = 10_000;
 /// Time bound of one `search_content` call.
 pub const SEARCH_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Longest glob `search_files` compiles, in bytes.
+pub const MAX_GLOB_BYTES: usize = 1024;
+/// Deepest `{...}` nesting, and most wildcards (`*`, `?`, `[`), in one glob.
+pub const MAX_GLOB_NESTING: usize = 2;
+pub const MAX_GLOB_WILDCARDS: usize = 64;
+
+/// Refuses globs whose compilation could blow up (nested alternations, long wildcard runs)
+/// before they reach the glob engine.
+fn check_glob(pattern: &str) -> Result<(), CallError> {
+    if pattern.len() > MAX_GLOB_BYTES {
+        return Err(raise("ValueError", format!("bad pattern: longer than {MAX_GLOB_BYTES} bytes")));
+    }
+    let (mut depth, mut deepest, mut wildcards) = (0usize, 0usize, 0usize);
+    for c in pattern.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' => depth = depth.saturating_sub(1),
+            '*' | '?' | '[' => wildcards += 1,
+            _ => {}
+        }
+    }
+    if deepest > MAX_GLOB_NESTING {
+        return Err(raise("ValueError", format!("bad pattern: '{{...}}' nested more than {MAX_GLOB_NESTING} deep")));
+    }
+    if wildcards > MAX_GLOB_WILDCARDS {
+        return Err(raise("ValueError", format!("bad pattern: more than {MAX_GLOB_WILDCARDS} wildcards")));
+    }
+    Ok(())
+}
+
 impl Host<'_> {
     pub(super) fn search_files(&self, pattern: &str) -> Result<Value, CallError> {
-        let glob = globset::GlobBuilder::new(pattern.trim_start_matches('/'))
-            .literal_separator(true)
-            .build()
+        check_glob(pattern)?;
+        let built = std::panic::catch_unwind(|| globset::GlobBuilder::new(pattern.trim_start_matches('/')).literal_separator(true).build());
+        let glob = built
+            .map_err(|_| raise("ValueError", "bad pattern: the glob engine could not compile it"))?
             .map_err(|e| raise("ValueError", format!("bad pattern: {e}")))?
             .compile_matcher();
         let files = self.view.files()?;

@@ -24,7 +24,10 @@ fn write_check(project: &Project, id: &str, diags: &[script::Diagnostic]) -> Res
 /// agent itself end in `errored`; only storage failures are returned as errors.
 pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Result<AgentRecord> {
     let id = rec.id.clone();
-    match execute_inner(project, pool, &rec) {
+    // A panic anywhere in a run ends the agent `errored` (internal): never left executing.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute_inner(project, pool, &rec)))
+        .unwrap_or_else(|_| Err(Failure::Agent(ErrorKind::Internal, "the run failed inside cairn (a panic); see the log".into())));
+    match outcome {
         Ok(done) => Ok(done),
         Err(Failure::Agent(kind, message)) => {
             tracing::info!(agent = %id, %kind, "errored: {message}");

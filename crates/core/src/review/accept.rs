@@ -73,9 +73,7 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
     let changed = overlay.changes()?;
     for c in &changed {
-        if crate::paths::normalize(&c.path, &project.root)? != c.path || crate::paths::has_skipped_component(&c.path) {
-            return Err(Error::InvalidPath(c.path.clone()));
-        }
+        refuse_unsafe_path(project, &c.path)?;
     }
     // Read and hash what the project holds now, on a few threads (I/O-bound).
     let threads = crate::par::threads_for(changed.len(), 16, 4);
@@ -91,7 +89,7 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
             stale.push(c.path.clone());
         }
         let new = match &c.change {
-            Change::Write { mode, hash, .. } => Some((*hash, *mode)),
+            Change::Write { mode, hash, .. } => Some((*hash, *mode & 0o777)),
             Change::Delete => None,
         };
         let (old, old_content) = match cur {
@@ -107,6 +105,18 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
     let mut report = apply(project, overlay, &journal, &mut bin, id, false)?;
     report.forced = stale;
     Ok(report)
+}
+
+/// Accept writes only normalized paths outside the never-mirrored and protected ones, whatever
+/// an overlay holds (it may come from an older cairn, or be tampered with).
+pub(crate) fn refuse_unsafe_path(project: &Project, rel: &str) -> Result<()> {
+    if let Some(rule) = crate::paths::protected(rel) {
+        return Err(Error::ProtectedPath { path: rel.to_string(), rule });
+    }
+    if crate::paths::normalize(rel, &project.root)? != rel || crate::paths::has_skipped_component(rel) {
+        return Err(Error::InvalidPath(rel.to_string()));
+    }
+    Ok(())
 }
 
 fn missing_overlay(id: &str) -> Error {

@@ -91,9 +91,10 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Resu
     if current.as_ref().map(|(b, _)| hash_bytes(b)) != base {
         return Err(Error::StaleBase { id: id.to_string(), paths: vec![path.to_string()] });
     }
+    super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
     let updated = apply_hunk(&old, hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
-    let mode = current.map(|(_, m)| m).or_else(|| overlay.get(path).ok().flatten().flatten().map(|(_, m)| m)).unwrap_or(0o644);
+    let mode = current.map(|(_, m)| m).or_else(|| overlay.get(path).ok().flatten().flatten().map(|(_, m)| m)).unwrap_or(0o644) & 0o777;
     fsx::write_atomic(&project.root, path, updated.as_bytes(), mode)?;
     crate::sync::record_known(project, &[(path.to_string(), Some(hash_bytes(updated.as_bytes())))])?;
     // The project moved on by this hunk: it is the agent's new base for the path.
