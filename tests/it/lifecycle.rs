@@ -141,3 +141,14 @@ fn reviewing_survives_restart_and_queued_stays_queued() {
     assert_eq!(f.status(&s.id).state, State::Reviewing);
     f.cairn(&["accept", &s.id]).ok();
 }
+
+#[test]
+fn a_bin_db_from_the_previous_schema_gains_the_hunk_decisions_table() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    {
+        let conn = rusqlite::Connection::open(f.root.join(".agentfs/bin.db")).unwrap();
+        conn.execute_batch("DROP TABLE hunk_decisions; PRAGMA user_version = 1;").unwrap();
+    }
+    let bin = f.project().bin().unwrap();
+    assert_eq!(bin.hunks_accepted("nope").unwrap(), 0);
+}

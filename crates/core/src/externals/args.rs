@@ -31,9 +31,13 @@ pub(super) fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// A value shortened to 200 bytes for the audit log.
+/// A value as JSON, shortened to 200 bytes for the audit log.
 pub(super) fn summarize(v: &Value) -> String {
-    let mut s = v.to_string();
+    shorten(v.to_string())
+}
+
+/// Text shortened to 200 bytes (at a character boundary, marked with `…`).
+pub(super) fn shorten(mut s: String) -> String {
     if s.len() > 200 {
         let mut cut = 200;
         while !s.is_char_boundary(cut) {

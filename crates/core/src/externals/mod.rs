@@ -19,7 +19,7 @@ use crate::lifecycle::ErrorKind;
 use crate::paths;
 use crate::store::overlay::{AuditRecord, Overlay};
 use crate::view::View;
-use args::{arg, str_arg, summarize, type_name};
+use args::{arg, shorten, str_arg, summarize, type_name};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::time::Instant;
@@ -154,7 +154,7 @@ impl<'a> Host<'a> {
             // as `internal`; it never unwinds through the runner and leaves the agent running.
             Ok(external) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(external, args, kwargs)))
                 .unwrap_or_else(|_| Err(CallError::Fatal { kind: ErrorKind::Internal, message: format!("{name}() failed inside cairn") })),
-            Err(_) => Err(raise("NameError", format!("unknown external function '{}'", summarize(&Value::String(name.to_string()))))),
+            Err(_) => Err(raise("NameError", format!("unknown external function '{}'", shorten(name.to_string())))),
         };
         self.calls += 1;
         if self.calls > MAX_AUDITED_CALLS {
@@ -171,8 +171,8 @@ impl<'a> Host<'a> {
             args: summarize(&Value::Array(all_args)),
             result: result.as_ref().ok().map(summarize),
             error: result.as_ref().err().map(|e| match e {
-                CallError::Raise { exc, message } => summarize(&Value::String(format!("{exc}: {message}"))),
-                CallError::Fatal { kind, message } => summarize(&Value::String(format!("{kind}: {message}"))),
+                CallError::Raise { exc, message } => shorten(format!("{exc}: {message}")),
+                CallError::Fatal { kind, message } => shorten(format!("{kind}: {message}")),
             }),
             duration_us: start.elapsed().as_micros() as i64,
         };
