@@ -191,9 +191,6 @@ fn module_graphs(src: &Path) -> Vec<(String, BTreeMap<String, BTreeSet<String>>)
                     own.insert(m);
                 }
             }
-            for m in crate_refs(&code) {
-                let _ = m; // references into other top-level modules are in `top`
-            }
         }
     }
     top.retain(|k, _| src.join(format!("{k}.rs")).exists() || src.join(k).is_dir());

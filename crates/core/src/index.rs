@@ -32,7 +32,6 @@ pub fn ensure_index(project: &Project) -> Result<()> {
     Ok(())
 }
 
-
 /// The marker of a live watcher: written by [`LiveIndex::claim`], removed on drop, and only
 /// by the process that wrote it.
 pub struct LiveIndex {
