@@ -40,10 +40,40 @@ function M.check()
       h.warn('config: ' .. w)
     end
   end
+  M.sandbox(h, info.sandbox)
   if info.llm_configured then
     h.ok('LLM provider configured')
   else
     h.info('no LLM configured: :CairnQueue takes .pym scripts only (see :help cairn-config-llm.endpoint)')
+  end
+end
+
+--- The sandbox layers the host's self-test found on this kernel (see :help cairn-sandbox).
+function M.sandbox(h, s)
+  if type(s) ~= 'table' then
+    h.error('sandbox: no self-test report')
+    return
+  end
+  if s.error then
+    h.error('sandbox self-test failed: ' .. s.error)
+    return
+  end
+  local function check(ok, good, bad)
+    if ok then h.ok('sandbox: ' .. good) else h.error('sandbox: ' .. bad) end
+  end
+  check(s.seccomp, 'seccomp allow-list installed', 'seccomp filter could not be installed')
+  check(s.landlock == 'enforced', 'Landlock ' .. s.landlock, 'Landlock ' .. tostring(s.landlock))
+  check(s.uid ~= 0, 'identity: ' .. s.identity .. ' (uid ' .. s.uid .. ')', 'the child runs as uid 0: ' .. s.identity)
+  if s.namespaces_missing == '' then
+    h.ok('sandbox: namespaces ' .. table.concat(s.namespaces, ', '))
+  else
+    h.warn('sandbox: namespaces ' .. table.concat(s.namespaces, ', ') .. '; not available: ' .. s.namespaces_missing,
+      { 'seccomp and Landlock still deny what these would hide; see :help cairn-sandbox' })
+  end
+  if #s.not_denied == 0 then
+    h.ok('sandbox: all ' .. s.probes .. ' forbidden syscalls denied')
+  else
+    h.error('sandbox: not denied: ' .. table.concat(s.not_denied, '; '))
   end
 end
 

@@ -2,6 +2,8 @@
 //! self-test.
 
 use crate::error::{Error, Result};
+use super::child::probe::{SelfTest, Target};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
@@ -33,11 +35,17 @@ pub(super) fn spawn(exe: &Path) -> Result<Spawned> {
     }
 }
 
-/// Starts a child exactly as a run does, in self-test mode, and returns its report.
-pub fn selftest(exe: &Path) -> Result<super::child::confine::SelfTest> {
+/// Starts a child exactly as a run does, in self-test mode, aims its probes at `target`, and
+/// returns its report.
+pub fn selftest(exe: &Path, target: &Target) -> Result<SelfTest> {
+    let start_err = |e: std::io::Error| Error::Sandbox(format!("cannot start {}: {e}", exe.display()));
     let mut cmd = command(exe);
     cmd.arg("--selftest");
-    let out = cmd.output().map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
+    let mut child = cmd.spawn().map_err(start_err)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = writeln!(stdin, "{}", serde_json::to_string(target)?);
+    }
+    let out = child.wait_with_output().map_err(start_err)?;
     serde_json::from_slice(&out.stdout).map_err(|e| Error::Sandbox(format!("selftest output: {e}: {}", String::from_utf8_lossy(&out.stdout))))
 }
 

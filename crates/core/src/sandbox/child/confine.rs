@@ -1,36 +1,229 @@
-//! Process confinement of the sandbox child, applied in two steps:
+//! Process confinement of the sandbox child, applied in two steps. None of it depends on the
+//! Python side: a script that defeats every check of the interpreter still meets all of it.
 //!
-//! - [`early`], before the interpreter exists: die with the parent; on Linux, a Landlock
-//!   ruleset that grants no file system or network access (where the kernel has Landlock).
-//! - [`lock`], once the interpreter is built and the run's limits are known: rlimits
-//!   (address space, CPU, open files, file size 0, no core dumps), the heap cap of
-//!   [`super::alloc`], and a seccomp filter that makes opening files, sockets, exec, fork and
-//!   other host-reaching syscalls fail with `EPERM`, for every thread.
+//! - [`early`], before the interpreter exists: close inherited descriptors; no new privileges;
+//!   when started as root, drop to an unprivileged uid and gid with no supplementary groups;
+//!   new user, pid, ipc, uts and net namespaces where the kernel allows (in a new pid
+//!   namespace the process forks once, and the first process only waits and mirrors the
+//!   second's exit); die with the parent; on Linux, a Landlock ruleset that grants no file
+//!   system or network access at all.
+//! - [`lock`], once the interpreter is built and the run's limits are known: rlimits (address
+//!   space, CPU, no processes, few descriptors, file size 0, no core dumps), the heap cap of
+//!   [`super::alloc`], and the allow-list seccomp filter of [`super::seccomp`] on every
+//!   thread.
 //!
-//! [`selftest`] runs the same steps and then tries those syscalls, so a test can prove the
-//! filter is in force in a real child.
+//! What could be applied is reported in [`Applied`]: kernels differ, and a missing layer is
+//! shown by the self-test ([`super::probe`]) and `:checkhealth cairn` instead of failing runs.
 
-use crate::lifecycle::ErrorKind;
 use crate::sandbox::protocol::{ChildMsg, ScriptError, Start};
+use crate::lifecycle::ErrorKind;
 use serde::{Deserialize, Serialize};
 
 /// Room for the interpreter itself (binary, thread stacks) on top of `max_memory_mb` in the
 /// address-space limit. The heap cap of the allocator is the precise bound; this is a backstop.
 const ADDRESS_SPACE_OVERHEAD_MB: u64 = 1024;
 
+/// The unprivileged identity a child started as root runs as (`nobody`/`nogroup`).
+const UNPRIVILEGED_ID: u32 = 65534;
+
 /// What confinement could be applied (kernels differ).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Applied {
     pub landlock: String,
     pub seccomp: bool,
+    /// Real, effective and saved uid after [`early`].
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups after [`early`].
+    pub groups: usize,
+    /// How the identity was set: "unchanged (not root)", "dropped to 65534", or the failure.
+    pub identity: String,
+    /// The namespaces the child is in (of user, pid, ipc, uts, net).
+    pub namespaces: Vec<String>,
+    /// Namespaces that could not be created, with the reason; empty when all were.
+    pub namespaces_missing: String,
 }
 
-/// Step one, before the interpreter: close inherited descriptors, parent-death signal and
-/// Landlock.
+/// Step one, before the interpreter and before any thread: descriptors, privileges,
+/// identity, namespaces, parent-death signal and Landlock.
 pub fn early() -> Applied {
     close_inherited_fds();
+    let mut applied = Applied::default();
+    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) only restricts this process.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let root = rustix::process::geteuid().is_root();
+        // As root, the namespaces that need privilege are created first (no user namespace
+        // needed), then the identity is dropped; otherwise a user namespace makes them possible.
+        let mut ns = if root { namespaces::enter(false) } else { namespaces::Entered::default() };
+        applied.identity = if root { drop_identity() } else { "unchanged (not root)".into() };
+        ns = ns.or(|| namespaces::enter(true));
+        if !ns.user {
+            // Root made the others without one; a user namespace of its own still takes away
+            // whatever capabilities remain towards the host's.
+            ns.user = namespaces::enter_user();
+        }
+        applied.namespaces = ns.names();
+        applied.namespaces_missing = ns.missing();
+        if ns.pid {
+            namespaces::become_pid_one();
+        }
+    }
+    applied.uid = rustix::process::getuid().as_raw();
+    applied.gid = rustix::process::getgid().as_raw();
+    // SAFETY: getgroups(0, NULL) only counts this process's supplementary groups.
+    #[allow(unsafe_code)]
+    let groups = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    applied.groups = groups.max(0) as usize;
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    Applied { landlock: landlock_all(), seccomp: false }
+    applied.landlock = landlock_all();
+    applied
+}
+
+/// setgroups([]), then gid, then uid, all three of real/effective/saved.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn drop_identity() -> String {
+    let id = UNPRIVILEGED_ID;
+    // SAFETY: plain syscalls on this process's credentials, before any thread exists.
+    let rc = unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0 {
+            -1
+        } else if libc::setresgid(id, id, id) != 0 {
+            -2
+        } else if libc::setresuid(id, id, id) != 0 {
+            -3
+        } else {
+            0
+        }
+    };
+    match rc {
+        0 => format!("dropped to uid/gid {id}"),
+        n => format!("failed to drop root (step {}): {}", -n, std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod namespaces {
+    /// Which namespaces `unshare` created.
+    #[derive(Debug, Default, Clone, Copy)]
+    pub struct Entered {
+        pub user: bool,
+        pub pid: bool,
+        pub ipc: bool,
+        pub uts: bool,
+        pub net: bool,
+        errno: i32,
+    }
+
+    const KINDS: [(&str, libc::c_int); 4] = [("pid", libc::CLONE_NEWPID), ("ipc", libc::CLONE_NEWIPC), ("uts", libc::CLONE_NEWUTS), ("net", libc::CLONE_NEWNET)];
+
+    impl Entered {
+        fn all(&self) -> bool {
+            self.pid && self.ipc && self.uts && self.net
+        }
+        /// `self` when it has every namespace, else the result of `other` merged in.
+        pub fn or(self, other: impl FnOnce() -> Entered) -> Entered {
+            if self.all() {
+                return self;
+            }
+            let o = other();
+            Entered { user: self.user || o.user, pid: self.pid || o.pid, ipc: self.ipc || o.ipc, uts: self.uts || o.uts, net: self.net || o.net, errno: o.errno }
+        }
+        pub fn names(&self) -> Vec<String> {
+            let flags = [("user", self.user), ("pid", self.pid), ("ipc", self.ipc), ("uts", self.uts), ("net", self.net)];
+            flags.iter().filter(|(_, on)| *on).map(|(n, _)| n.to_string()).collect()
+        }
+        pub fn missing(&self) -> String {
+            let flags = [("pid", self.pid), ("ipc", self.ipc), ("uts", self.uts), ("net", self.net)];
+            let missing: Vec<&str> = flags.iter().filter(|(_, on)| !*on).map(|(n, _)| *n).collect();
+            if missing.is_empty() {
+                return String::new();
+            }
+            format!("{} ({})", missing.join(", "), std::io::Error::from_raw_os_error(self.errno))
+        }
+    }
+
+    /// Unshares all four namespaces at once (with a user namespace when `user`), else each
+    /// one alone.
+    #[allow(unsafe_code)]
+    pub fn enter(user: bool) -> Entered {
+        let extra = if user { libc::CLONE_NEWUSER } else { 0 };
+        let all = KINDS.iter().fold(extra, |acc, (_, f)| acc | f);
+        let mut e = Entered::default();
+        // SAFETY: unshare only changes this process's namespaces; no thread exists yet.
+        if unsafe { libc::unshare(all) } == 0 {
+            return Entered { user, pid: true, ipc: true, uts: true, net: true, errno: 0 };
+        }
+        e.errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        // SAFETY: as above.
+        if user && unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+            return e;
+        }
+        e.user = user;
+        for (name, flag) in KINDS {
+            // SAFETY: as above.
+            let ok = unsafe { libc::unshare(flag) } == 0;
+            match name {
+                "pid" => e.pid = ok,
+                "ipc" => e.ipc = ok,
+                "uts" => e.uts = ok,
+                _ => e.net = ok,
+            }
+        }
+        e
+    }
+
+    /// A user namespace alone.
+    #[allow(unsafe_code)]
+    pub fn enter_user() -> bool {
+        // SAFETY: as in `enter`.
+        unsafe { libc::unshare(libc::CLONE_NEWUSER) == 0 }
+    }
+
+    /// A new pid namespace holds only the children of the process that created it: fork once.
+    /// The child (pid 1 of the namespace) returns and becomes the sandbox; this process only
+    /// waits and ends the way the child ended, so the parent sees one process with the
+    /// child's exit status, and killing this process kills the child (parent-death signal).
+    #[allow(unsafe_code)]
+    pub fn become_pid_one() {
+        // SAFETY: fork in a process that has no other thread yet (see `early`).
+        let pid = unsafe { libc::fork() };
+        if pid <= 0 {
+            // The child, or a failed fork (then this process runs the sandbox itself).
+            return;
+        }
+        let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+        // SAFETY: the pipes now belong to the child; closing our copies makes end-of-file on
+        // them mean that the child is gone.
+        unsafe {
+            libc::close(0);
+            libc::close(1);
+            libc::close(2);
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our only child.
+        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                // SAFETY: leaving at once; nothing to clean up.
+                unsafe { libc::_exit(3) };
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            // SAFETY: restore the default action and end by the same signal.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::raise(sig);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 3 }) };
+    }
 }
 
 /// Closes every descriptor above stderr: whatever the parent's parent leaked (an editor, a
@@ -96,6 +289,7 @@ pub fn lock(start: &Start, applied: &mut Applied) {
     rlimit(Resource::Nofile, 16);
     rlimit(Resource::Fsize, 0);
     rlimit(Resource::Core, 0);
+    rlimit(Resource::Nproc, 0);
     let over = ChildMsg::Done {
         result: None,
         error: Some(ScriptError { kind: ErrorKind::Memory, message: format!("exceeded max_memory_mb = {}", start.max_memory_mb) }),
@@ -103,97 +297,6 @@ pub fn lock(start: &Start, applied: &mut Applied) {
     let mut line = serde_json::to_vec(&over).unwrap_or_default();
     line.push(b'\n');
     super::alloc::set_cap(super::alloc::live() + (start.max_memory_mb * mb) as usize, line);
-    applied.seccomp = seccomp().is_ok();
+    applied.seccomp = super::seccomp::install().is_ok();
 }
 
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn seccomp() -> Result<(), String> {
-    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
-    use std::collections::BTreeMap;
-    #[cfg(target_arch = "x86_64")]
-    let arch = TargetArch::x86_64;
-    #[cfg(target_arch = "aarch64")]
-    let arch = TargetArch::aarch64;
-    let mut denied: Vec<i64> = vec![
-        libc::SYS_openat, libc::SYS_openat2, libc::SYS_open_by_handle_at, libc::SYS_name_to_handle_at,
-        libc::SYS_socket, libc::SYS_socketpair, libc::SYS_connect, libc::SYS_bind, libc::SYS_listen, libc::SYS_accept,
-        libc::SYS_accept4, libc::SYS_execve, libc::SYS_execveat, libc::SYS_clone, libc::SYS_clone3, libc::SYS_ptrace,
-        libc::SYS_process_vm_readv, libc::SYS_process_vm_writev, libc::SYS_kill, libc::SYS_mount, libc::SYS_umount2,
-        libc::SYS_pivot_root, libc::SYS_chroot, libc::SYS_unshare, libc::SYS_setns, libc::SYS_mknodat,
-        libc::SYS_unlinkat, libc::SYS_renameat, libc::SYS_renameat2, libc::SYS_mkdirat, libc::SYS_linkat,
-        libc::SYS_symlinkat, libc::SYS_fchmodat, libc::SYS_fchownat, libc::SYS_truncate, libc::SYS_bpf,
-        libc::SYS_perf_event_open, libc::SYS_io_uring_setup, libc::SYS_userfaultfd, libc::SYS_keyctl,
-        libc::SYS_add_key, libc::SYS_request_key, libc::SYS_init_module, libc::SYS_finit_module,
-        libc::SYS_delete_module, libc::SYS_reboot, libc::SYS_kexec_load, libc::SYS_memfd_create,
-        libc::SYS_personality, libc::SYS_acct, libc::SYS_swapon, libc::SYS_swapoff, libc::SYS_setuid,
-        libc::SYS_setgid, libc::SYS_setreuid, libc::SYS_setregid, libc::SYS_setresuid, libc::SYS_setresgid,
-        libc::SYS_setgroups, libc::SYS_quotactl, libc::SYS_fanotify_init, libc::SYS_prctl,
-    ];
-    #[cfg(target_arch = "x86_64")]
-    denied.extend([
-        libc::SYS_open, libc::SYS_creat, libc::SYS_fork, libc::SYS_vfork, libc::SYS_unlink, libc::SYS_rename,
-        libc::SYS_mkdir, libc::SYS_rmdir, libc::SYS_link, libc::SYS_symlink, libc::SYS_chmod, libc::SYS_chown,
-        libc::SYS_lchown, libc::SYS_mknod, libc::SYS_uselib, libc::SYS_ioperm, libc::SYS_iopl,
-    ]);
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = denied.into_iter().map(|n| (n, Vec::new())).collect();
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string())
-}
-
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
-fn seccomp() -> Result<(), String> {
-    Err("seccomp is not available on this platform".into())
-}
-
-/// What [`selftest`] observed.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SelfTest {
-    pub applied: Applied,
-    /// Environment variables the child saw.
-    pub env: Vec<String>,
-    /// Open file descriptors before the filter.
-    pub fds: Vec<i32>,
-    /// Outcome of each forbidden action after the filter: the error, or "succeeded".
-    pub open_file: String,
-    pub create_file: String,
-    pub socket: String,
-    pub spawn: String,
-}
-
-fn outcome<T>(r: std::io::Result<T>) -> String {
-    match r {
-        Ok(_) => "succeeded".into(),
-        Err(e) => e.to_string(),
-    }
-}
-
-/// Confines this process exactly like a sandbox child and reports what is still possible.
-pub fn selftest() -> SelfTest {
-    let env: Vec<String> = std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
-    close_inherited_fds();
-    // The directory listing itself holds one descriptor while it runs; it is not inherited.
-    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
-        .unwrap_or_default();
-    let mut applied = early();
-    let start = Start {
-        source: String::new(),
-        filename: String::new(),
-        inputs: Default::default(),
-        max_recursion: 1000,
-        max_memory_mb: 100,
-        timeout_seconds: 60,
-    };
-    lock(&start, &mut applied);
-    SelfTest {
-        applied,
-        env,
-        fds,
-        open_file: outcome(std::fs::File::open("/etc/hostname")),
-        create_file: outcome(std::fs::File::create("/tmp/cairn-selftest-created")),
-        socket: outcome(std::net::TcpStream::connect("127.0.0.1:9")),
-        spawn: outcome(std::process::Command::new("/bin/true").status()),
-    }
-}

@@ -8,6 +8,8 @@
 pub mod alloc;
 pub mod confine;
 mod modules;
+pub mod probe;
+mod seccomp;
 
 use crate::externals::External;
 use crate::lifecycle::ErrorKind;
@@ -61,7 +63,7 @@ fn recv() -> Reply {
 /// Entry point of `cairn __sandbox`. Returns the process exit code.
 pub fn main(selftest: bool) -> i32 {
     if selftest {
-        let report = confine::selftest();
+        let report = probe::selftest();
         let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).unwrap_or_default());
         return 0;
     }
