@@ -148,7 +148,7 @@ con.commit()
         ids.push(id);
     }
     rows.push(Row { op: "queue -> reviewing (trivial, cold child)", ours: ms(median(v)), target: "< 50 ms", reference: String::new() });
-    let pooled = Pool::new(&p.exe, 2);
+    let pooled = Pool::new(&p.exe, true, 2);
     // Let the pool start its children before timing.
     std::thread::sleep(Duration::from_millis(300));
     let mut v = Vec::new();

@@ -138,6 +138,9 @@ pub enum Cmd {
         /// Confine this process like a sandbox child and report what is still possible.
         #[arg(long)]
         selftest: bool,
+        /// Without the runtime guards (the test switch of the syntax layer).
+        #[arg(long)]
+        no_guards: bool,
     },
 }
 
@@ -182,7 +185,12 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
     }
     // The sandbox child is this very binary in `__sandbox` mode.
     let exe = std::env::current_exe().map_err(|e| Error::io("the cairn executable", e))?;
-    Project::new(&root, Home::new(home), loaded.config, exe)
+    let mut config = loaded.config;
+    if std::env::var_os("CAIRN_TEST_NO_SYNTAX_LAYER").is_some_and(|v| v == "1") {
+        // Test-only: the escape suites run once more without the policy check and guards.
+        config.sandbox.syntax_layer = false;
+    }
+    Project::new(&root, Home::new(home), config, exe)
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -194,8 +202,8 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    if let Cmd::Sandbox { selftest } = cli.command {
-        return cairn_core::sandbox::child::main(selftest);
+    if let Cmd::Sandbox { selftest, no_guards } = cli.command {
+        return cairn_core::sandbox::child::main(selftest, !no_guards);
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
@@ -225,7 +233,7 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
-        Cmd::Sandbox { selftest } => return Ok(cairn_core::sandbox::child::main(selftest)),
+        Cmd::Sandbox { selftest, no_guards } => return Ok(cairn_core::sandbox::child::main(selftest, !no_guards)),
         Cmd::Nvim => {
             let project = open_project(root, home, false)?;
             return crate::host::run(project).map(|_| 0);

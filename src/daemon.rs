@@ -28,7 +28,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
             None
         }
     };
-    let pool = Pool::new(&project.exe, (project.config.orchestrator.max_concurrent_agents as usize).min(POOL_SIZE));
+    let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer, (project.config.orchestrator.max_concurrent_agents as usize).min(POOL_SIZE));
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {

@@ -23,7 +23,8 @@ fn scripts_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Runs one hostile script as SPEC's escapes/README.md defines and checks every condition.
-fn run_hostile(script: &Path) -> String {
+/// `syntax_layer: false` runs it with the policy check and the runtime guards switched off.
+fn run_hostile(script: &Path, syntax_layer: bool) -> String {
     let name = script.file_name().unwrap().to_string_lossy().to_string();
     let source = std::fs::read_to_string(script).unwrap();
     let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
@@ -43,7 +44,11 @@ fn run_hostile(script: &Path) -> String {
     let timeout = limits.iter().find(|(k, _)| k == "timeout_seconds").map_or(60, |l| l.1);
 
     let t = Instant::now();
-    let r = f.cairn(&["run", script.to_str().unwrap()]);
+    let mut cmd = f.cmd();
+    if !syntax_layer {
+        cmd.env("CAIRN_TEST_NO_SYNTAX_LAYER", "1");
+    }
+    let r = Run::from(cmd.args(["run", script.to_str().unwrap()]).output().unwrap());
     let elapsed = t.elapsed();
     let id = r.stdout.trim().to_string();
     assert_eq!(id.len(), 6, "{name}: no agent id: {r:?}");
@@ -80,7 +85,9 @@ fn run_hostile(script: &Path) -> String {
     format!("{name}: {state} {}", st["error_kind"].as_str().unwrap_or(""))
 }
 
-/// One test for the whole suite: the escapes share /tmp/cairn-secret.txt and /tmp/cairn-pwned.
+/// One test for the whole suite, run twice: as shipped, and with the syntax layer (policy check
+/// and runtime guards) switched off, where only the OS boundary stands. The escapes share
+/// /tmp/cairn-secret.txt and /tmp/cairn-pwned, so they run one after another.
 #[test]
 fn escape_suite_and_hostile_variants_fail_harmlessly() {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/escapes");
@@ -90,10 +97,12 @@ fn escape_suite_and_hostile_variants_fail_harmlessly() {
         eprintln!("note: ../shared/escapes not present; running the project's own hostile scripts only");
     }
     scripts.extend(scripts_in(&ours));
-    assert!(scripts.len() >= 17);
+    assert!(scripts.len() >= 37, "{} scripts", scripts.len());
     let mut report = Vec::new();
-    for s in &scripts {
-        report.push(run_hostile(s));
+    for syntax_layer in [true, false] {
+        for s in &scripts {
+            report.push(format!("{}{}", if syntax_layer { "" } else { "[no syntax layer] " }, run_hostile(s, syntax_layer)));
+        }
     }
     eprintln!("{}", report.join("\n"));
     let _ = std::fs::remove_file(SECRET);

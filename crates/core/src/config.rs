@@ -77,12 +77,21 @@ pub struct Orchestrator {
 /// `[sandbox]`: the bounds of one agent run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sandbox {
+    /// The syntax layer: the pre-flight policy check and the child's runtime guards. Not a
+    /// config key: only a test switches it off (`CAIRN_TEST_NO_SYNTAX_LAYER` at the edge), to
+    /// prove that the boundary holds without it.
+    #[serde(skip, default = "syntax_layer_on")]
+    pub syntax_layer: bool,
     pub timeout_seconds: u64,
     pub max_memory_mb: u64,
     pub max_recursion: u64,
     pub max_log_bytes: u64,
     pub max_write_bytes: u64,
     pub max_files_written: u64,
+}
+
+fn syntax_layer_on() -> bool {
+    true
 }
 
 /// `[llm]`.

@@ -238,8 +238,11 @@ pub fn generate_code(project: &Project, task: &str) -> Result<String> {
 }
 
 /// Answers `ask_llm(prompt, context)` from a script: a plain completion, not the code template.
-pub fn ask(project: &Project, prompt: &str, context: &str) -> std::result::Result<String, String> {
-    let cfg = &project.config.llm;
+/// It waits no longer than `budget` (what is left of the run) nor than `[llm] timeout_seconds`.
+pub fn ask(project: &Project, prompt: &str, context: &str, budget: Duration) -> std::result::Result<String, String> {
+    let mut cfg = project.config.llm.clone();
+    cfg.timeout_seconds = cfg.timeout_seconds.min(budget.as_secs().max(1));
+    let cfg = &cfg;
     if !configured(cfg) {
         return Err("no LLM is configured: set [llm] endpoint or command in config.toml".into());
     }

@@ -48,10 +48,10 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
     if kind == Kind::File {
         match prev {
             Some(p) if p.kind == Kind::File && p.size == e.size && p.mtime_ns == e.mtime_ns && p.hash.is_some() => e.hash = p.hash,
-            _ => match fsx::read(root, rel)? {
-                Some((bytes, _)) => {
-                    e.size = bytes.len() as u64;
-                    e.hash = Some(store::hash_bytes(&bytes));
+            _ => match fsx::hash(root, rel)? {
+                Some((hash, size)) => {
+                    e.size = size;
+                    e.hash = Some(hash);
                 }
                 None => return Ok(None),
             },

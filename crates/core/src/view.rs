@@ -4,7 +4,8 @@
 
 use crate::error::Result;
 use crate::project::Project;
-use crate::store::{fsx, overlay::Overlay, stable::Stable, Kind};
+use crate::store::fsx::{self, Capped};
+use crate::store::{overlay::Overlay, stable::Stable, Kind};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The merged view of one agent.
@@ -33,6 +34,35 @@ impl<'a> View<'a> {
         match self.stable.get(rel)? {
             Some(e) if e.kind == Kind::File => fsx::read(&self.project.root, rel),
             _ => Ok(None),
+        }
+    }
+
+    /// Hash and mode of the project's own version of `rel`, streamed (never held whole).
+    pub fn base_hash(&self, rel: &str) -> Result<Option<(crate::store::Hash, u32)>> {
+        match self.stable.get(rel)? {
+            Some(e) if e.kind == Kind::File => match (fsx::hash(&self.project.root, rel)?, fsx::stat_mode(&self.project.root, rel)?) {
+                (Some((hash, _)), Some(mode)) => Ok(Some((hash, mode))),
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// Like [`View::base`], never holding more than `max` bytes.
+    pub fn base_capped(&self, rel: &str, max: u64) -> Result<Option<Capped>> {
+        match self.stable.get(rel)? {
+            Some(e) if e.kind == Kind::File => fsx::read_at_most(&self.project.root, rel, max),
+            _ => Ok(None),
+        }
+    }
+
+    /// Like [`View::read`], never holding more than `max` bytes of a file (agents' reads).
+    pub fn read_capped(&self, rel: &str, max: u64) -> Result<Option<Capped>> {
+        match self.overlay.get(rel)? {
+            Some(Some((bytes, _))) if bytes.len() as u64 > max => Ok(Some(Capped::TooLarge(bytes.len() as u64))),
+            Some(Some((bytes, mode))) => Ok(Some(Capped::Content(bytes, mode))),
+            Some(None) => Ok(None),
+            None => self.base_capped(rel, max),
         }
     }
 

@@ -3,12 +3,18 @@
 
 use super::{limit, raise, CallError, Host};
 use crate::paths;
-use crate::store::{fsx, hash_bytes};
+use crate::store::fsx::{self, Capped};
+use crate::store::hash_bytes;
 use crate::view::Node;
 use serde_json::{json, Value};
 
 /// Largest content one `write_file` call accepts.
 pub const MAX_WRITE_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Largest file `read_file` returns (and `search_content` looks into), in bytes; a larger file
+/// is never read, only its size looked at.
+pub const MAX_READ_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Bytes one run may read through `read_file` and `search_content` together.
+pub const MAX_READ_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Refuses a write or delete of a protected path, naming the path and the rule.
 fn refuse_protected(rel: &str) -> Result<(), CallError> {
@@ -26,16 +32,18 @@ impl Host<'_> {
         }
         let base = match content {
             Some(bytes) => fsx::stat_mode(&self.view.project.root, rel)?.map(|m| (hash_bytes(bytes), m)),
-            None => self.view.base(rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode)),
+            None => self.view.base_hash(rel)?,
         };
         self.overlay().record_base(rel, base)?;
         Ok(())
     }
 
-    pub(super) fn read_file(&self, rel: &str) -> Result<Value, CallError> {
+    pub(super) fn read_file(&mut self, rel: &str) -> Result<Value, CallError> {
         let from_overlay = self.overlay().get(rel)?.is_some();
-        match self.view.read(rel)? {
-            Some((bytes, _)) => {
+        match self.view.read_capped(rel, MAX_READ_FILE_BYTES)? {
+            Some(Capped::TooLarge(size)) => Err(raise("ValueError", format!("file too large: {rel} is {size} bytes; read_file reads at most {MAX_READ_FILE_BYTES}"))),
+            Some(Capped::Content(bytes, _)) => {
+                self.charge_read(bytes.len() as u64)?;
                 if !from_overlay {
                     self.touch_base(rel, Some(&bytes))?;
                 }

@@ -22,7 +22,7 @@ use crate::view::View;
 use args::{arg, shorten, str_arg, summarize, type_name};
 use serde_json::{json, Map, Value};
 use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use files::MAX_WRITE_FILE_BYTES;
 pub use search::{MAX_SEARCH_RESULTS, SEARCH_DEADLINE};
@@ -109,7 +109,8 @@ impl From<Error> for CallError {
 }
 
 /// Answers `ask_llm(prompt, context)`; supplied by the orchestrator from the `[llm]` config.
-pub type AskLlm<'a> = &'a dyn Fn(&str, &str) -> Result<String, String>;
+/// The third argument is the time left in the run.
+pub type AskLlm<'a> = &'a dyn Fn(&str, &str, Duration) -> Result<String, String>;
 
 /// Serves external calls for one agent run.
 pub struct Host<'a> {
@@ -121,6 +122,10 @@ pub struct Host<'a> {
     /// Called with each log line (event stream).
     pub on_log: &'a dyn Fn(&str),
     written_bytes: u64,
+    /// Bytes read by `read_file` and `search_content` so far (see [`files::MAX_READ_BYTES`]).
+    read_bytes: u64,
+    /// When the run's time is up: long calls stop there (set by the runner).
+    pub deadline: Option<Instant>,
     log_bytes: u64,
     submitted: bool,
     /// Calls so far (the audit log keeps the first [`MAX_AUDITED_CALLS`]).
@@ -134,7 +139,7 @@ pub const MAX_AUDITED_CALLS: u64 = 10_000;
 impl<'a> Host<'a> {
     /// A host serving `view` within `limits`.
     pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_log: &'a dyn Fn(&str)) -> Self {
-        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, log_bytes: 0, submitted: false, calls: 0 }
+        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, read_bytes: 0, deadline: None, log_bytes: 0, submitted: false, calls: 0 }
     }
 
     fn overlay(&self) -> &Overlay {
@@ -182,6 +187,24 @@ impl<'a> Host<'a> {
         result
     }
 
+    /// Ends the run as `timeout` once its deadline has passed: host-side work counts against
+    /// `timeout_seconds` like the script's own.
+    fn check_deadline(&self) -> Result<(), CallError> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(CallError::Fatal { kind: ErrorKind::Timeout, message: format!("exceeded timeout_seconds = {}", self.limits.timeout_seconds) }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts `n` bytes read against the run's read budget.
+    fn charge_read(&mut self, n: u64) -> Result<(), CallError> {
+        self.read_bytes += n;
+        if self.read_bytes > files::MAX_READ_BYTES {
+            return Err(CallError::Fatal { kind: ErrorKind::Limit, message: format!("read more than {} MiB in one run", files::MAX_READ_BYTES >> 20) });
+        }
+        Ok(())
+    }
+
     fn path(&self, raw: &str) -> Result<String, CallError> {
         paths::normalize(raw, &self.view.project.root).map_err(CallError::from)
     }
@@ -209,7 +232,9 @@ impl<'a> Host<'a> {
             External::AskLlm => {
                 let prompt = str_arg(args, kwargs, 0, "prompt", None)?;
                 let context = str_arg(args, kwargs, 1, "context", Some(""))?;
-                (self.ask_llm)(&prompt, &context).map(Value::String).map_err(|m| raise("RuntimeError", m))
+                self.check_deadline()?;
+                let budget = self.deadline.map_or(Duration::from_secs(self.limits.timeout_seconds), |d| d.saturating_duration_since(Instant::now()));
+                (self.ask_llm)(&prompt, &context, budget).map(Value::String).map_err(|m| raise("RuntimeError", m))
             }
             External::SubmitResult => self.submit_result(args, kwargs),
             External::Log => {

@@ -64,7 +64,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     // generating
     let code = providers::get_code(project, rec.provider, &rec.task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
     std::fs::write(dir.join("task.pym"), &code).map_err(|e| Error::io(dir.join("task.pym"), e))?;
-    let diags = script::check(&code);
+    let diags = if project.config.sandbox.syntax_layer { script::check(&code) } else { Vec::new() };
     write_check(project, id, &diags)?;
     if !diags.is_empty() {
         let text = diags.iter().map(|d| format!("task.pym:{}:{}: {}", d.line, d.col, d.message)).collect::<Vec<_>>().join("\n");
@@ -78,7 +78,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let overlay = project.overlay(id)?;
     let log_path = dir.join("run.log");
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
-    let ask = |prompt: &str, context: &str| crate::llm::ask(project, prompt, context);
+    let ask = |prompt: &str, context: &str, budget: std::time::Duration| crate::llm::ask(project, prompt, context, budget);
     let on_log = |line: &str| {
         if let Ok(bin) = project.bin() {
             let _ = bin.note(id, State::Executing, &format!("log: {line}"));

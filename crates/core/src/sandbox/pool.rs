@@ -14,6 +14,8 @@ use std::time::Duration;
 /// the *thread* that forked it exits, so short-lived spawner threads would kill their children.
 pub struct Pool {
     exe: PathBuf,
+    /// Children start with the runtime guards (the syntax layer's test switch).
+    guards: bool,
     size: usize,
     idle: Mutex<Vec<Spawned>>,
     wake: Condvar,
@@ -27,8 +29,8 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     /// A pool of `size` children of `exe`, filled in the background.
-    pub fn new(exe: &Path, size: usize) -> Arc<Pool> {
-        let pool = Arc::new(Pool { exe: exe.to_path_buf(), size, idle: Mutex::new(Vec::new()), wake: Condvar::new() });
+    pub fn new(exe: &Path, guards: bool, size: usize) -> Arc<Pool> {
+        let pool = Arc::new(Pool { exe: exe.to_path_buf(), guards, size, idle: Mutex::new(Vec::new()), wake: Condvar::new() });
         let weak = Arc::downgrade(&pool);
         std::thread::spawn(move || Pool::fill(weak));
         pool
@@ -41,7 +43,7 @@ impl Pool {
             let Some(pool) = weak.upgrade() else { return };
             let need = pool.idle.lock().map(|i| i.len() < pool.size).unwrap_or(false);
             if need && failures < 3 {
-                match spawn(&pool.exe) {
+                match spawn(&pool.exe, pool.guards) {
                     Ok(child) => {
                         failures = 0;
                         if let Ok(mut idle) = pool.idle.lock() {
@@ -77,7 +79,7 @@ impl Pool {
         self.wake.notify_one();
         match found {
             Some(s) => Ok(s),
-            None => spawn(&self.exe),
+            None => spawn(&self.exe, self.guards),
         }
     }
 }

@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 /// Longest line the child may send (a 10 MiB write_file, JSON-escaped, with room to spare).
 const MAX_LINE: u64 = 64 * 1024 * 1024;
+/// Most arguments (positional and keyword) one call may carry; no external takes more than 3.
+const MAX_CALL_ARGS: usize = 8;
+/// Longest error message kept from the child.
+const MAX_ERROR_BYTES: usize = 16 * 1024;
 
 /// How a run ended.
 #[derive(Debug, Clone)]
@@ -42,14 +46,16 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
     let limits = host.limits.clone();
     let Spawned { mut child, mut stdin, stdout, stderr } = match pool {
         Some(p) => p.take()?,
-        None => spawn(exe)?,
+        None => spawn(exe, limits.syntax_layer)?,
     };
     let started = Instant::now();
     let pid = child.id() as i32;
 
-    // Watchdog: SIGKILL at the wall-clock limit unless told the run is over.
+    // Watchdog: SIGKILL at the wall-clock limit unless told the run is over. Host-side work
+    // stops at the same instant (`Host::deadline`).
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let timeout = Duration::from_secs(limits.timeout_seconds);
+    host.deadline = Some(started + timeout);
     let watchdog = std::thread::spawn(move || match stop_rx.recv_timeout(timeout) {
         Err(mpsc::RecvTimeoutError::Timeout) => {
             kill(pid);
@@ -139,7 +145,12 @@ fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, sta
         };
         match msg {
             ChildMsg::Call { name, args, kwargs } => {
-                let reply = match host.call(&name, &args, &kwargs) {
+                let result = if args.len() + kwargs.len() > MAX_CALL_ARGS {
+                    Err(CallError::Raise { exc: "TypeError", message: format!("too many arguments (at most {MAX_CALL_ARGS})") })
+                } else {
+                    host.call(&name, &args, &kwargs)
+                };
+                let reply = match result {
                     Ok(ok) => Reply::Ok { ok },
                     Err(CallError::Raise { exc, message }) => Reply::Raise { exc: exc.to_string(), message },
                     Err(CallError::Fatal { kind, message }) => {
@@ -156,8 +167,30 @@ fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, sta
                         return Some(Outcome::failed(ErrorKind::Limit, format!("the result exceeded max_log_bytes = {}", host.limits.max_log_bytes), started));
                     }
                 }
-                return Some(Outcome { result, error: error.map(|e| (e.kind, e.message)), elapsed: started.elapsed() });
+                return Some(Outcome { result, error: error.map(|e| (claimed_kind(e.kind), bounded(e.message))), elapsed: started.elapsed() });
             }
         }
     }
+}
+
+/// The kinds a child may report about its own script; any other claim (`timeout`, `limit`,
+/// `internal`, ...) is the parent's to make, so it reads as a crash.
+fn claimed_kind(kind: ErrorKind) -> ErrorKind {
+    match kind {
+        ErrorKind::Exception | ErrorKind::Syntax | ErrorKind::Recursion | ErrorKind::Memory | ErrorKind::Crash => kind,
+        _ => ErrorKind::Crash,
+    }
+}
+
+/// An error message from the child, cut to [`MAX_ERROR_BYTES`] at a character boundary.
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str(" [truncated]");
+    }
+    message
 }

@@ -9,9 +9,13 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The one way a sandbox child is started: cleared environment, `/` as its working directory
 /// (it can open nothing anyway: see [`super::child::confine`]), only the three protocol pipes.
-pub(super) fn command(exe: &Path) -> Command {
+pub(super) fn command(exe: &Path, guards: bool) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.arg("__sandbox").env_clear().current_dir("/").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg("__sandbox");
+    if !guards {
+        cmd.arg("--no-guards");
+    }
+    cmd.env_clear().current_dir("/").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
 
@@ -23,8 +27,8 @@ pub(super) struct Spawned {
     pub(super) stderr: ChildStderr,
 }
 
-pub(super) fn spawn(exe: &Path) -> Result<Spawned> {
-    let mut child = command(exe).spawn().map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
+pub(super) fn spawn(exe: &Path, guards: bool) -> Result<Spawned> {
+    let mut child = command(exe, guards).spawn().map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", exe.display())))?;
     match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
         (Some(stdin), Some(stdout), Some(stderr)) => Ok(Spawned { child, stdin, stdout, stderr }),
         _ => {
@@ -39,7 +43,7 @@ pub(super) fn spawn(exe: &Path) -> Result<Spawned> {
 /// returns its report.
 pub fn selftest(exe: &Path, target: &Target) -> Result<SelfTest> {
     let start_err = |e: std::io::Error| Error::Sandbox(format!("cannot start {}: {e}", exe.display()));
-    let mut cmd = command(exe);
+    let mut cmd = command(exe, true);
     cmd.arg("--selftest");
     let mut child = cmd.spawn().map_err(start_err)?;
     if let Some(mut stdin) = child.stdin.take() {

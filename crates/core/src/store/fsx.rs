@@ -53,9 +53,10 @@ fn split(rel: &str) -> (&str, &str) {
     }
 }
 
-/// Reads a regular file under the root without following symlinks. `Ok(None)` when it does not
-/// exist (or a parent is missing, not a directory, or a symlink).
-pub fn read(root: &Path, rel: &str) -> Result<Option<(Vec<u8>, u32)>> {
+/// Opens a regular file under the root without following symlinks: the file, its size and
+/// mode. `Ok(None)` when it does not exist (or a parent is missing, not a directory, or a
+/// symlink), or is not a regular file.
+fn open_regular(root: &Path, rel: &str) -> Result<Option<(File, u64, u32)>> {
     let (dir, name) = split(rel);
     let dfd = match open_dir(root, dir, false) {
         Ok(d) => d,
@@ -73,10 +74,61 @@ pub fn read(root: &Path, rel: &str) -> Result<Option<(Vec<u8>, u32)>> {
     if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
         return Ok(None);
     }
-    let mut file = File::from(fd);
-    let mut buf = Vec::with_capacity(st.st_size as usize);
-    file.read_to_end(&mut buf).map_err(|e| Error::io(root.join(rel), e))?;
-    Ok(Some((buf, st.st_mode & 0o7777)))
+    Ok(Some((File::from(fd), st.st_size as u64, st.st_mode & 0o7777)))
+}
+
+/// Reads a regular file under the root without following symlinks. `Ok(None)` when it does not
+/// exist (or a parent is missing, not a directory, or a symlink).
+pub fn read(root: &Path, rel: &str) -> Result<Option<(Vec<u8>, u32)>> {
+    match read_at_most(root, rel, u64::MAX)? {
+        Some(Capped::Content(bytes, mode)) => Ok(Some((bytes, mode))),
+        Some(Capped::TooLarge(_)) | None => Ok(None),
+    }
+}
+
+/// A read bounded in size.
+#[derive(Debug)]
+pub enum Capped {
+    /// The whole content and the mode.
+    Content(Vec<u8>, u32),
+    /// The file is larger than the cap (its size; nothing was read).
+    TooLarge(u64),
+}
+
+/// Like [`read`], but never holds more than `max` bytes: a larger file (or one that grows
+/// past `max` while being read) is [`Capped::TooLarge`].
+pub fn read_at_most(root: &Path, rel: &str, max: u64) -> Result<Option<Capped>> {
+    let Some((file, size, mode)) = open_regular(root, rel)? else { return Ok(None) };
+    if size > max {
+        return Ok(Some(Capped::TooLarge(size)));
+    }
+    let mut buf = Vec::with_capacity(size as usize);
+    file.take(max.saturating_add(1)).read_to_end(&mut buf).map_err(|e| Error::io(root.join(rel), e))?;
+    if buf.len() as u64 > max {
+        return Ok(Some(Capped::TooLarge(buf.len() as u64)));
+    }
+    Ok(Some(Capped::Content(buf, mode)))
+}
+
+/// Hashes a regular file under the root as it streams by (never held whole): its hash and
+/// the number of bytes hashed.
+pub fn hash(root: &Path, rel: &str) -> Result<Option<(crate::store::Hash, u64)>> {
+    let Some((mut file, _, _)) = open_regular(root, rel)? else { return Ok(None) };
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                total += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(root.join(rel), e)),
+        }
+    }
+    Ok(Some((*hasher.finalize().as_bytes(), total)))
 }
 
 fn is_absent(e: &std::io::Error) -> bool {

@@ -3,13 +3,11 @@
 
 use super::module_from_source;
 use rustpython_vm::builtins::PyStrRef;
-use rustpython_vm::py_serde::PyObjectSerializer;
 use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 
 /// `json.dumps` with Python's default separators (`, ` and `: `), or indentation.
 fn dumps(obj: PyObjectRef, indent: Option<usize>, sort_keys: bool, vm: &VirtualMachine) -> PyResult<String> {
-    let mut value = serde_json::to_value(PyObjectSerializer::new(vm, &obj))
-        .map_err(|e| vm.new_type_error(format!("Object is not JSON serializable: {e}")))?;
+    let mut value = crate::sandbox::child::value::to_json(vm, &obj).map_err(|e| vm.new_type_error(format!("Object of {} is not JSON serializable", e.0)))?;
     if sort_keys {
         sort(&mut value);
     }
