@@ -117,7 +117,7 @@ fn check_prints_file_line_col_diagnostics() {
     assert_eq!(
         lines,
         [
-            format!("{file}:1:8: import of 'os' is not allowed (only grail, typing, json, re)"),
+            format!("{file}:1:8: import of 'os' is not allowed: the sandbox has no module 'os' (it has {})", cairn::sandbox::policy::ALLOWED_IMPORTS.join(", ")),
             format!("{file}:3:1: call to unknown function 'undefined_call'"),
             format!("{file}:4:1: call to forbidden builtin 'eval'"),
         ]

@@ -291,6 +291,84 @@ result
     }
 }
 
+/// Idioms LLM-written code uses all the time, which the old syntax policy refused: they pass
+/// the check and run in the real child.
+#[test]
+fn relaxed_idioms_run_in_the_real_child() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let code = r#"
+from __future__ import annotations
+from collections import namedtuple
+
+__all__ = ["Cache"]
+
+class Cache:
+    """A cache."""
+    __slots__ = ("_cache", "__secret")
+    def __init__(self):
+        self._cache = {}
+        self.__secret = 42
+    def secret(self):
+        return self.__secret
+
+class Singleton:
+    _instance = None
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+class Plain:
+    x: int = 1
+    def __init__(self):
+        self.a = 1
+        self.b = "two"
+
+def annotated(x: int) -> str:
+    return str(x)
+
+try:
+    try:
+        raise KeyError("inner")
+    except KeyError as inner:
+        raise ValueError("outer") from inner
+except ValueError as e:
+    chain = [type(e.__cause__).__name__, type(e.__context__).__name__]
+
+Point = namedtuple("Point", "x y")
+p = Point(1, 2)
+c = Cache()
+result = {
+    "private": c._cache,
+    "mangled": c.secret(),
+    "class_name": c.__class__.__name__,
+    "slots": list(Cache.__slots__),
+    "all": __all__,
+    "doc": Cache.__doc__,
+    "singleton": Singleton() is Singleton(),
+    "chain": chain,
+    "annotations": sorted(annotated.__annotations__),
+    "class_annotations": list(Plain.__annotations__),
+    "dict": Plain().__dict__,
+    "vars": vars(Plain()),
+    "asdict": p._asdict(),
+    "replace": list(p._replace(y=5)),
+    "repr": repr(p),
+}
+result
+"#;
+    let s = f.run_ok(code);
+    let r = s.result.unwrap();
+    let want = serde_json::json!({
+        "private": {}, "mangled": 42, "class_name": "Cache", "slots": ["_cache", "__secret"], "all": ["Cache"], "doc": "A cache.",
+        "singleton": true, "chain": ["KeyError", "KeyError"], "annotations": ["return", "x"], "class_annotations": ["x"],
+        "dict": {"a": 1, "b": "two"}, "vars": {"a": 1, "b": "two"}, "asdict": {"x": 1, "y": 2}, "replace": [1, 5], "repr": "Point(x=1, y=2)",
+    });
+    for (k, v) in want.as_object().unwrap() {
+        assert_eq!(&r[k], v, "idiom {k}");
+    }
+}
+
 /// The boundary under Python: a child confined by the run's own code path tries each
 /// dangerous syscall against a bystander process and a file outside; the filter must deny
 /// every one (EPERM from seccomp), the bystander must live, the file must be unchanged.

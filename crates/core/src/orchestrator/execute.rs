@@ -75,6 +75,8 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     // executing
     let mut bin = project.bin()?;
     bin.transition(id, State::Executing, "execute", TransitionExtra::default())?;
+    // timeout_seconds counts from here: setting up the overlay is part of the run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds);
     let overlay = project.overlay(id)?;
     let log_path = dir.join("run.log");
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
@@ -86,6 +88,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     };
     let view = View::new(project, &overlay)?;
     let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_log);
+    host.deadline = Some(deadline);
     let mut inputs = Map::new();
     inputs.insert("task_description".into(), Value::String(rec.task.clone()));
     inputs.insert("agent_id".into(), Value::String(id.to_string()));

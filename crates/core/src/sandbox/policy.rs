@@ -2,18 +2,22 @@
 //! ([`super::script`]) and the runtime guards of the child ([`super::child`]): one definition,
 //! so the two can never disagree.
 //!
-//! Attributes starting with `_` are refused except a short allow-list of harmless dunders;
-//! frame, code and generator internals are refused by name; a bare name may start with one
-//! `_` (a script's own variable) but not with `__` (`__builtins__`, `__import__`, ...).
+//! These rules are a convenience, not the boundary: they give a clear error before a run for
+//! what cannot work (a module the sandbox lacks) and for what is plainly an escape attempt
+//! (object internals, frames, code objects, the builtins). What keeps the host safe is the
+//! confined child process ([`super::child::confine`]), which holds without them: the escape
+//! suites run once more with this layer switched off. Everything else of Python is allowed:
+//! private and name-mangled attributes, `__class__`, `__dict__`, `__slots__`, `__new__`,
+//! `__cause__`, `__annotations__`, `vars(obj)`, namedtuple's `_asdict` and `_replace`.
 
 use unicode_normalization::UnicodeNormalization;
 
 /// Modules a script may import.
-pub const ALLOWED_IMPORTS: &[&str] = &["grail", "typing", "json", "re"];
+pub const ALLOWED_IMPORTS: &[&str] = &["grail", "typing", "json", "re", "collections", "__future__"];
 
 /// Builtins removed from the sandbox; calling one is a check error.
 pub const FORBIDDEN_BUILTINS: &[&str] = &[
-    "open", "eval", "exec", "compile", "input", "breakpoint", "help", "vars", "globals", "locals", "memoryview",
+    "open", "eval", "exec", "compile", "input", "breakpoint", "help", "globals", "locals", "memoryview",
     "exit", "quit", "__import__", "copyright", "credits", "license",
 ];
 
@@ -23,7 +27,8 @@ pub const SAFE_BUILTINS: &[&str] = &[
     "delattr", "dict", "dir", "divmod", "enumerate", "filter", "float", "format", "frozenset", "getattr", "hasattr",
     "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
     "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr",
-    "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "zip", "aiter", "anext",
+    "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "vars", "zip", "aiter", "anext",
+    "NotImplemented", "Ellipsis",
     // exceptions
     "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "EOFError",
     "FileNotFoundError", "FileExistsError", "ImportError", "IndexError", "IsADirectoryError", "KeyError",
@@ -31,17 +36,16 @@ pub const SAFE_BUILTINS: &[&str] = &[
     "OverflowError", "PermissionError", "RecursionError", "RuntimeError", "StopIteration", "TimeoutError",
     "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "ValueError", "ZeroDivisionError",
     "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit", "Warning", "UserWarning",
+    "DeprecationWarning", "ModuleNotFoundError", "LookupError",
     // names provided by cairn
     "external", "Input",
 ];
 
-
-/// Dunder attributes a script may use (calling `super().__init__()`, `type(x).__name__`, ...).
-pub const ALLOWED_DUNDERS: &[&str] = &[
-    "__init__", "__name__", "__qualname__", "__doc__", "__str__", "__repr__", "__len__", "__iter__", "__next__",
-    "__contains__", "__getitem__", "__setitem__", "__delitem__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__hash__", "__bool__", "__enter__", "__exit__", "__call__", "__add__", "__sub__", "__mul__",
-    "__truediv__", "__floordiv__", "__mod__", "__neg__", "__abs__", "__format__",
+/// Attributes that only an escape attempt needs: the way from any object to every class,
+/// to a function's globals and the builtins, to code objects and to the import machinery.
+pub const HOSTILE_DUNDERS: &[&str] = &[
+    "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__mro__", "__bases__", "__base__",
+    "__reduce__", "__reduce_ex__", "__getattribute__", "__loader__", "__spec__", "__import__",
 ];
 
 /// Attributes that reach frames, code objects or interpreter internals.
@@ -49,6 +53,9 @@ pub const FORBIDDEN_ATTRS: &[&str] = &[
     "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await",
     "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
 ];
+
+/// Bare names that only reach the interpreter's machinery.
+pub const HOSTILE_NAMES: &[&str] = &["__builtins__", "__import__", "__loader__", "__spec__", "__build_class__"];
 
 /// Identifiers compare after NFKC normalization, as Python itself does (PEP 3131):
 /// `ｏｐｅｎ` is `open`.
@@ -63,8 +70,8 @@ pub fn normalize(ident: &str) -> String {
 /// Why an attribute name is refused, if it is.
 pub fn attribute_refusal(name: &str) -> Option<String> {
     let name = normalize(name);
-    if name.starts_with('_') && !ALLOWED_DUNDERS.contains(&name.as_str()) {
-        Some(format!("attribute '{name}' is not allowed (names starting with '_' are reserved)"))
+    if HOSTILE_DUNDERS.contains(&name.as_str()) {
+        Some(format!("attribute '{name}' is not allowed (it reaches interpreter internals)"))
     } else if FORBIDDEN_ATTRS.contains(&name.as_str()) || name.starts_with("co_") {
         Some(format!("attribute '{name}' is not allowed (frame and code internals)"))
     } else {
@@ -75,7 +82,7 @@ pub fn attribute_refusal(name: &str) -> Option<String> {
 /// Why a bare name (a variable) is refused, if it is.
 pub fn name_refusal(name: &str) -> Option<String> {
     let name = normalize(name);
-    (name.starts_with("__") && name != "__name__").then(|| format!("name '{name}' is not allowed (names starting with '__' are reserved)"))
+    HOSTILE_NAMES.contains(&name.as_str()).then(|| format!("name '{name}' is not allowed (it reaches interpreter internals)"))
 }
 
 /// Checks a `str.format` template: a replacement field may not reach a refused attribute
@@ -130,20 +137,20 @@ mod tests {
 
     #[test]
     fn attribute_rules() {
-        for bad in ["__class__", "__globals__", "__subclasses__", "_private", "gi_frame", "f_back", "co_code", "__ｃｌａｓｓ__"] {
+        for bad in ["__globals__", "__subclasses__", "gi_frame", "f_back", "co_code", "__ｇｌｏｂａｌｓ__", "__mro__"] {
             assert!(attribute_refusal(bad).is_some(), "{bad} allowed");
         }
-        for ok in ["__init__", "__name__", "append", "frame", "format", "code"] {
+        for ok in ["__init__", "__name__", "append", "frame", "format", "code", "_cache", "__class__", "__dict__", "__slots__", "_asdict", "__cause__"] {
             assert!(attribute_refusal(ok).is_none(), "{ok} refused");
         }
         assert!(name_refusal("__builtins__").is_some() && name_refusal("__import__").is_some());
-        assert!(name_refusal("_tmp").is_none() && name_refusal("_").is_none() && name_refusal("__name__").is_none());
+        assert!(name_refusal("_tmp").is_none() && name_refusal("__all__").is_none() && name_refusal("__slots__").is_none());
     }
 
     #[test]
     fn format_rules() {
         assert!(format_refusal("{0.__class__.__base__}").is_some());
-        assert!(format_refusal("{x:{y.__class__}}").is_some());
+        assert!(format_refusal("{x:{y.__globals__}}").is_some());
         assert!(format_refusal("{0.gi_frame}").is_some());
         assert!(format_refusal("{{0.__class__}}").is_none(), "escaped braces are text");
         assert!(format_refusal("{0} and {name!r:>10} {0[key]} {p.x}").is_none());

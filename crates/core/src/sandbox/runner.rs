@@ -51,11 +51,11 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
     let started = Instant::now();
     let pid = child.id() as i32;
 
-    // Watchdog: SIGKILL at the wall-clock limit unless told the run is over. Host-side work
-    // stops at the same instant (`Host::deadline`).
+    // Watchdog: SIGKILL at the wall-clock limit (the caller's deadline when it set one) unless
+    // told the run is over. Host-side work stops at the same instant (`Host::deadline`).
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let timeout = Duration::from_secs(limits.timeout_seconds);
-    host.deadline = Some(started + timeout);
+    let deadline = *host.deadline.get_or_insert(started + Duration::from_secs(limits.timeout_seconds));
+    let timeout = deadline.saturating_duration_since(started);
     let watchdog = std::thread::spawn(move || match stop_rx.recv_timeout(timeout) {
         Err(mpsc::RecvTimeoutError::Timeout) => {
             kill(pid);

@@ -228,7 +228,7 @@ impl<'a> Visitor<'a> for Checker<'_> {
                 for a in &i.names {
                     let top = policy::normalize(a.name.split('.').next().unwrap_or(""));
                     if !ALLOWED_IMPORTS.contains(&top.as_str()) {
-                        self.report(a.range().start().to_usize(), format!("import of '{}' is not allowed (only {})", a.name, ALLOWED_IMPORTS.join(", ")));
+                        self.report(a.range().start().to_usize(), format!("import of '{}' is not allowed: the sandbox has no module '{top}' (it has {})", a.name, ALLOWED_IMPORTS.join(", ")));
                     }
                     self.check_alias(a);
                 }
@@ -237,7 +237,7 @@ impl<'a> Visitor<'a> for Checker<'_> {
                 let module = i.module.as_ref().map(|m| policy::normalize(m.as_str())).unwrap_or_default();
                 let top = module.split('.').next().unwrap_or("");
                 if i.level > 0 || !ALLOWED_IMPORTS.contains(&top) {
-                    self.report(i.range().start().to_usize(), format!("import from '{module}' is not allowed (only {})", ALLOWED_IMPORTS.join(", ")));
+                    self.report(i.range().start().to_usize(), format!("import from '{module}' is not allowed: the sandbox has no module '{top}' (it has {})", ALLOWED_IMPORTS.join(", ")));
                 }
                 for a in &i.names {
                     if let Some(why) = policy::name_refusal(a.name.as_str()) {

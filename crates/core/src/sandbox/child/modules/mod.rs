@@ -17,6 +17,8 @@ use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 pub fn load(vm: &VirtualMachine, name: &str) -> PyResult<PyObjectRef> {
     match name {
         "typing" => module_from_source(vm, "typing", TYPING_PRELUDE, &[]),
+        "collections" => module_from_source(vm, "collections", COLLECTIONS_PRELUDE, &[]),
+        "__future__" => module_from_source(vm, "__future__", FUTURE_PRELUDE, &[]),
         "json" => json::module(vm),
         "re" => re::module(vm),
         other => Err(vm.new_runtime_error(format!("the sandbox has no module '{other}'"))),
@@ -110,4 +112,144 @@ def cast(typ, value):
 def TypeVar(name, *args, **kwargs):
     return _Alias(name)
 TYPE_CHECKING = False
+"#;
+
+/// `__future__`: every feature is already on.
+const FUTURE_PRELUDE: &str = r#"
+all_feature_names = ["nested_scopes", "generators", "division", "absolute_import", "with_statement",
+                     "print_function", "unicode_literals", "barry_as_FLUFL", "generator_stop", "annotations"]
+for _n in all_feature_names:
+    globals()[_n] = True
+"#;
+
+/// `collections` for agent scripts: `namedtuple`, `OrderedDict`, `defaultdict`, `Counter`.
+const COLLECTIONS_PRELUDE: &str = r#"
+def namedtuple(typename, field_names, *, rename=False, defaults=None, module=None):
+    if isinstance(field_names, str):
+        field_names = field_names.replace(",", " ").split()
+    fields = tuple(str(f) for f in field_names)
+    for f in fields:
+        if not f.isidentifier() or f.startswith("_"):
+            raise ValueError("invalid field name: %r" % f)
+    defaults = tuple(defaults or ())
+    if len(defaults) > len(fields):
+        raise TypeError("got more default values than field names")
+    first_default = len(fields) - len(defaults)
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) > len(fields):
+            raise TypeError("%s() takes %d positional arguments but %d were given" % (typename, len(fields), len(args)))
+        values = list(args)
+        for i in range(len(args), len(fields)):
+            name = fields[i]
+            if name in kwargs:
+                values.append(kwargs.pop(name))
+            elif i >= first_default:
+                values.append(defaults[i - first_default])
+            else:
+                raise TypeError("%s() missing required argument: '%s'" % (typename, name))
+        if kwargs:
+            raise TypeError("%s() got an unexpected keyword argument '%s'" % (typename, next(iter(kwargs))))
+        return tuple.__new__(cls, values)
+
+    def _asdict(self):
+        return dict(zip(fields, self))
+
+    def _replace(self, **changes):
+        unknown = [k for k in changes if k not in fields]
+        if unknown:
+            raise ValueError("got unexpected field names: %r" % unknown)
+        return type(self)(*[changes.get(f, v) for f, v in zip(fields, self)])
+
+    def _make(cls, iterable):
+        return cls(*iterable)
+
+    def __repr__(self):
+        return "%s(%s)" % (typename, ", ".join("%s=%r" % (f, v) for f, v in zip(fields, self)))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    ns = {"__slots__": (), "_fields": fields, "_field_defaults": dict(zip(fields[first_default:], defaults)),
+          "__new__": __new__, "_asdict": _asdict, "_replace": _replace, "_make": classmethod(_make),
+          "__repr__": __repr__, "__getnewargs__": __getnewargs__, "__match_args__": fields}
+    for i, f in enumerate(fields):
+        ns[f] = property(lambda self, i=i: tuple.__getitem__(self, i), doc="Alias for field number %d" % i)
+    return type(typename, (tuple,), ns)
+
+
+class OrderedDict(dict):
+    def move_to_end(self, key, last=True):
+        value = self.pop(key)
+        if last:
+            self[key] = value
+        else:
+            rest = list(self.items())
+            self.clear()
+            self[key] = value
+            self.update(rest)
+
+    def popitem(self, last=True):
+        if not self:
+            raise KeyError("dictionary is empty")
+        key = next(reversed(list(self))) if last else next(iter(self))
+        return key, self.pop(key)
+
+
+class defaultdict(dict):
+    def __init__(self, default_factory=None, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.default_factory = default_factory
+
+    def __missing__(self, key):
+        if self.default_factory is None:
+            raise KeyError(key)
+        value = self.default_factory()
+        self[key] = value
+        return value
+
+    def __getitem__(self, key):
+        if key in self:
+            return dict.__getitem__(self, key)
+        return self.__missing__(key)
+
+    def __repr__(self):
+        return "defaultdict(%r, %s)" % (self.default_factory, dict.__repr__(self))
+
+
+class Counter(dict):
+    def __init__(self, iterable=None, **kwargs):
+        super().__init__()
+        self.update(iterable, **kwargs)
+
+    def __missing__(self, key):
+        return 0
+
+    def __getitem__(self, key):
+        if key in self:
+            return dict.__getitem__(self, key)
+        return 0
+
+    def update(self, iterable=None, **kwargs):
+        if iterable is not None:
+            if isinstance(iterable, dict):
+                for k, v in iterable.items():
+                    self[k] = self[k] + v
+            else:
+                for k in iterable:
+                    self[k] = self[k] + 1
+        for k, v in kwargs.items():
+            self[k] = self[k] + v
+
+    def most_common(self, n=None):
+        items = sorted(self.items(), key=lambda kv: kv[1], reverse=True)
+        return items if n is None else items[:n]
+
+    def elements(self):
+        for k, v in self.items():
+            for _ in range(v):
+                yield k
+
+    def total(self):
+        return sum(self.values())
 "#;
