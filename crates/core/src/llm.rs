@@ -195,8 +195,8 @@ only, in one ```python fenced block.\n\n\
 The script runs in a sandbox. It reaches the project only through these functions (no other I/O; \
 `await` before a call is optional):\n{externals}\n\
 Rules: paths are relative to the project root, with '/'. Do not import anything except {imports}. \
-No open(), eval(), exec(), compile(), no attributes or names starting with '_' (dunder \
-methods you define in your own classes are fine), no frame or code internals. Use plain Python: \
+No open(), eval(), exec(), compile(), globals(), no object internals (__subclasses__, __globals__, \
+__builtins__, __code__, __mro__, __bases__), no frame or code internals. Use plain Python: \
 functions, classes, comprehensions, f-strings, str methods. Only the files you write change; read \
 a file before rewriting it. End with submit_result(summary, changed_files).\n\n\
 Project files (up to 200):\n{listing}\n"
