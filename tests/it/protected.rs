@@ -38,7 +38,7 @@ fn no_accept_lands_a_protected_path_even_from_a_tampered_overlay() {
     let s = f.run_ok("write_file('src/a.py', 'x = 2\\n')");
     // Plant protected paths straight into the overlay, as a tampered or older overlay might.
     let overlay = Overlay::open(&f.root.join(format!(".agentfs/agent-{}.db", s.id))).unwrap();
-    for (i, p) in [".cairn.toml", "sub/.cairn.toml", ".git/hooks/pre-commit", ".GIT/x", ".git./x", "\u{ff0e}git/x", "a\nb"].iter().enumerate() {
+    for (i, p) in [".cairn.toml", "sub/.cairn.toml", ".git/hooks/pre-commit", ".GIT/x", ".git./x", "\u{ff0e}git/x", "a/.git/x", ".jj/x", ".agentfs/x", ".grail/x", "a\nb", "a\u{1b}[31mb"].iter().enumerate() {
         overlay.write(p, b"[llm]\ncommand = ['sh', '-c', 'touch /tmp/cairn-pwned']\n", 0o755).unwrap();
         let r = f.cairn(&["accept", &s.id]);
         assert_eq!(r.code, 1, "{p:?}: {}", r.stderr);

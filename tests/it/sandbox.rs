@@ -435,3 +435,43 @@ fn orchestrator_and_other_agents_keep_working_during_a_runaway() {
     wait_until(30, "memory hog stopped", || state(&hog) == State::Errored);
     assert_eq!(p.bin().unwrap().get(&hog).unwrap().error_kind.map(|k| k.as_str()), Some("memory"));
 }
+
+/// The pipe is hostile: a child that sends garbage, an endless line, forged error kinds or a
+/// flood of arguments ends its run with a bounded, clear outcome. The "child" here is a shell
+/// script standing in for a child taken over by native code.
+#[test]
+fn the_parent_trusts_no_claim_from_the_child() {
+    use cairn::lifecycle::ErrorKind;
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.init();
+    let p = f.project();
+    let overlay = p.overlay("pipe01").unwrap();
+    let ask = |_: &str, _: &str, _: Duration| -> Result<String, String> { Err("none".into()) };
+    let on_log = |_: &str| {};
+    let big_message = "m".repeat(1 << 20);
+    let many_args = format!("{{\"t\":\"call\",\"name\":\"log\",\"args\":[{}],\"kwargs\":{{}}}}", vec!["\"x\""; 100].join(","));
+    let cases: Vec<(String, Option<ErrorKind>)> = vec![
+        ("echo 'not json at all'".into(), Some(ErrorKind::Crash)),
+        ("head -c 70000000 /dev/zero | tr '\\\\0' x".into(), Some(ErrorKind::Limit)),
+        (format!("echo '{{\"t\":\"done\",\"result\":null,\"error\":{{\"kind\":\"internal\",\"message\":\"{big_message}\"}}}}'"), Some(ErrorKind::Crash)),
+        (format!("echo '{many_args}'; read reply; echo \"{{\\\"t\\\":\\\"done\\\",\\\"result\\\":$reply,\\\"error\\\":null}}\""), None),
+        ("exit 0".into(), Some(ErrorKind::Crash)),
+    ];
+    for (i, (body, want)) in cases.into_iter().enumerate() {
+        let exe = f.home.join(format!("fake-child-{i}"));
+        std::fs::write(&exe, format!("#!/bin/sh\nread start\n{body}\n")).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let view = cairn::view::View::new(&p, &overlay).unwrap();
+        let mut host = cairn::externals::Host::new(view, p.config.sandbox.clone(), &ask, None, &on_log);
+        let out = cairn::sandbox::runner::run(&exe, None, "x = 1", "t.pym", Default::default(), &mut host).unwrap();
+        let kind = out.error.as_ref().map(|e| e.0);
+        assert_eq!(kind, want, "case {i}: {:?}", out.error.as_ref().map(|e| e.1.chars().take(200).collect::<String>()));
+        if i == 3 {
+            assert_eq!(out.result.as_ref().and_then(|r| r["exc"].as_str()), Some("TypeError"), "{:?}", out.result);
+        }
+        if let Some((_, message)) = &out.error {
+            assert!(message.len() < 20_000, "case {i}: a {} byte error message was kept", message.len());
+        }
+    }
+}
