@@ -255,9 +255,10 @@ impl Handler {
             "undo" => command::resolve(project, &args.required("id")?).and_then(|id| exec(Command::Undo { id })),
             "accept_hunk" | "reject_hunk" => {
                 let (path, hunk) = (args.required("path")?, hunk()?);
+                let force = args.0.get("force").and_then(|v| v.as_bool()).unwrap_or(false);
                 self.target(args.str("id")).and_then(|id| {
                     let path = std::path::Path::new(&path).strip_prefix(&project.root).map(|p| p.display().to_string()).unwrap_or(path.clone());
-                    if method == "accept_hunk" { exec(Command::AcceptHunk { id, path, hunk }) } else { exec(Command::RejectHunk { id, path, hunk }) }
+                    if method == "accept_hunk" { exec(Command::AcceptHunk { id, path, hunk, force }) } else { exec(Command::RejectHunk { id, path, hunk }) }
                 })
             }
             "status" => self.target(args.str("id")).and_then(|id| exec(Command::Status { id })),

@@ -12,6 +12,7 @@ mod externals;
 mod invariants;
 mod lifecycle;
 mod protected;
+mod review;
 mod llm;
 mod sandbox;
 mod signals;

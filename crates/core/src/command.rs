@@ -29,7 +29,8 @@ pub enum Command {
     Gc,
     /// The hunks of every text file of a proposal (ghost text).
     Hunks { id: String },
-    AcceptHunk { id: String, path: String, hunk: review::Hunk },
+    /// `force` accepts a hunk that conflicts with the user's edits.
+    AcceptHunk { id: String, path: String, hunk: review::Hunk, force: bool },
     RejectHunk { id: String, path: String, hunk: review::Hunk },
 }
 
@@ -191,10 +192,10 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             Ok(Output::Hunks { files: review::file_hunks(project, &id)?, id })
         }
-        Command::AcceptHunk { id, path, hunk } => {
+        Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            Ok(Output::Hunk(review::accept_hunk(project, &id, &path, &hunk)?))
+            Ok(Output::Hunk(review::accept_hunk(project, &id, &path, &hunk, force)?))
         }
         Command::RejectHunk { id, path, hunk } => {
             let id = resolve(project, &id)?;

@@ -25,6 +25,10 @@ pub enum Error {
     /// Accept refused: these paths changed in the project after the agent read or wrote them.
     #[error("accept refused: changed in the project since agent {id} read them: {}", paths.join(", "))]
     StaleBase { id: String, paths: Vec<String> },
+    /// Accept refused: the agent's change and the user's edits touch the same lines (or the
+    /// user deleted or replaced a file the agent changes).
+    #[error("accept refused: agent {id}'s change conflicts with your edits: {}", conflicts.join("; "))]
+    Conflict { id: String, conflicts: Vec<String> },
     /// Undo refused: these paths were edited after the accept.
     #[error("undo refused: edited since agent {id} was accepted: {}", paths.join(", "))]
     EditedSinceAccept { id: String, paths: Vec<String> },
@@ -102,6 +106,7 @@ impl Error {
             Error::AmbiguousAgent { .. } => "ambiguous_agent",
             Error::IllegalTransition { .. } => "illegal_transition",
             Error::StaleBase { .. } => "stale_base",
+            Error::Conflict { .. } => "conflict",
             Error::EditedSinceAccept { .. } => "edited_since_accept",
             Error::InvalidPath(_) => "invalid_path",
             Error::ProtectedPath { .. } => "protected_path",
@@ -132,6 +137,9 @@ impl Error {
             Error::UnknownAgent(_) => "`cairn list-agents --all` shows every agent id".into(),
             Error::AmbiguousAgent { .. } => "type more characters of the id".into(),
             Error::IllegalTransition { .. } => "`cairn status <id>` shows the agent's state".into(),
+            Error::Conflict { id, .. } => {
+                format!("see them marked CONFLICT in `cairn diff {id}`; `cairn accept {id} --force` takes the agent's side there (your version is journaled: `cairn undo {id}` gives it back)")
+            }
             Error::StaleBase { id, .. } => {
                 format!("review the changes with `cairn diff {id}`; `cairn accept {id} --force` overwrites them")
             }
@@ -175,6 +183,7 @@ mod tests {
             Error::AmbiguousAgent { .. } => (1, "ambiguous_agent"),
             Error::IllegalTransition { .. } => (1, "illegal_transition"),
             Error::StaleBase { .. } => (1, "stale_base"),
+            Error::Conflict { .. } => (1, "conflict"),
             Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
             Error::InvalidPath(_) => (1, "invalid_path"),
             Error::ProtectedPath { .. } => (1, "protected_path"),
@@ -206,6 +215,7 @@ mod tests {
             Error::AmbiguousAgent { prefix: s(), candidates: s() },
             Error::IllegalTransition { id: s(), from: s(), action: s() },
             Error::StaleBase { id: s(), paths: vec![s()] },
+            Error::Conflict { id: s(), conflicts: vec![s()] },
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::InvalidPath(s()),
             Error::ProtectedPath { path: s(), rule: "r" },

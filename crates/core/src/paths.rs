@@ -110,6 +110,11 @@ pub fn parent(rel: &str) -> &str {
     rel.rfind('/').map_or("", |i| &rel[..i])
 }
 
+/// The last component of a project-relative path.
+pub fn file_name(rel: &str) -> &str {
+    rel.rfind('/').map_or(rel, |i| &rel[i + 1..])
+}
+
 /// Every proper ancestor directory of a relative path, nearest to the root first.
 pub fn ancestors(rel: &str) -> impl Iterator<Item = &str> {
     rel.match_indices('/').map(move |(i, _)| &rel[..i])

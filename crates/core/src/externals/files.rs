@@ -30,11 +30,19 @@ impl Host<'_> {
         if self.overlay().has_base(rel)? {
             return Ok(());
         }
-        let base = match content {
-            Some(bytes) => fsx::stat_mode(&self.view.project.root, rel)?.map(|m| (hash_bytes(bytes), m)),
-            None => self.view.base_hash(rel)?,
-        };
-        self.overlay().record_base(rel, base)?;
+        match content {
+            Some(bytes) => {
+                let base = fsx::stat_mode(&self.view.project.root, rel)?.map(|m| (hash_bytes(bytes), m));
+                self.overlay().record_base(rel, base, base.map(|_| bytes))?;
+            }
+            // Keep the bytes for the three-way review when they fit the read cap; a larger
+            // file is only hashed, streaming.
+            None => match self.view.base_capped(rel, MAX_READ_FILE_BYTES)? {
+                Some(Capped::Content(bytes, mode)) => self.overlay().record_base(rel, Some((hash_bytes(&bytes), mode)), Some(&bytes))?,
+                Some(Capped::TooLarge(_)) => self.overlay().record_base(rel, self.view.base_hash(rel)?, None)?,
+                None => self.overlay().record_base(rel, None, None)?,
+            },
+        }
         Ok(())
     }
 

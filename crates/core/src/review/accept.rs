@@ -1,7 +1,7 @@
 //! Accept and reject.
 //!
-//! Accept is a small write-ahead protocol: (1) check every changed path's base against the
-//! project; (2) write the journal (old content, old and new hashes) to `bin.db` and mark the
+//! Accept is a small write-ahead protocol, under the project's review lock: (1) rebase the
+//! agent's change onto the project as it is now (three-way) and refuse conflicts; (2) write the journal (old content, old and new hashes) to `bin.db` and mark the
 //! accept pending, in one transaction; (3) replace each file atomically; (4) update
 //! `stable.db`; (5) mark the agent accepted and archive its overlay. A crash anywhere leaves
 //! each file wholly old or wholly new, and running accept again finishes from the journal.
@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::bin::{AgentRecord, Bin, JournalEntry, TransitionExtra};
-use crate::store::overlay::{Change, Overlay};
+use crate::store::overlay::Overlay;
 use crate::store::{fsx, hash_bytes, Hash};
 use serde::Serialize;
 
@@ -35,7 +35,18 @@ pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32,
 pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
     let parent = crate::paths::parent(rel);
     match fsx::open_dir(&project.root, parent, false) {
-        Ok(_) => Ok(()),
+        Ok(dir) => {
+            // A read-only directory or a directory at the file's path would fail the write
+            // midway: refuse before the first one.
+            let denied = |why: &str| Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string()));
+            if rustix::fs::accessat(&dir, ".", rustix::fs::Access::WRITE_OK, rustix::fs::AtFlags::empty()).is_err() {
+                return Err(denied("its directory is not writable"));
+            }
+            match rustix::fs::statat(&dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Err(denied("a directory is at that path")),
+                _ => Ok(()),
+            }
+        }
         Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
             // Missing directories are created, but none of the existing ancestors may be a link.
             let mut dir = String::new();
@@ -56,8 +67,11 @@ pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
     }
 }
 
-/// Accepts agent `id`: applies its changes to the working tree and `stable.db`.
+/// Accepts agent `id`: applies its change, rebased onto the project as it is now, to the
+/// working tree and `stable.db`. Conflicts with the user's edits refuse it unless `force`,
+/// which takes the agent's side there (the overwritten content is journaled for undo).
 pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> {
+    let _lock = super::lock::acquire(project)?;
     let mut bin = project.bin()?;
     let rec = bin.get(id)?;
     if rec.accept_pending {
@@ -71,39 +85,46 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
-    let changed = overlay.changes()?;
+    let changed = super::diff::changes(project, id)?;
     for c in &changed {
         refuse_unsafe_path(project, &c.path)?;
     }
-    // Read and hash what the project holds now, on a few threads (I/O-bound).
+    let conflicts: Vec<&super::FileChange> = changed.iter().filter(|c| c.conflicted()).collect();
+    if !conflicts.is_empty() && !force {
+        return Err(Error::Conflict { id: id.to_string(), conflicts: conflicts.iter().map(|c| c.conflict_text()).collect() });
+    }
+    let forced = conflicts.iter().map(|c| c.path.clone()).collect();
+    // Everything that can be checked is checked before the first write; the files are read
+    // and hashed again on a few threads (I/O-bound) for the journal.
     let threads = crate::par::threads_for(changed.len(), 16, 4);
     let currents = crate::par::map(&changed, threads, "accept (reading)", |c| {
         check_writable(project, &c.path)?;
         current(project, &c.path)
     })?;
-    let mut stale = Vec::new();
     let mut journal = Vec::with_capacity(changed.len());
     for (c, cur) in changed.iter().zip(currents) {
         let cur = cur?;
-        if cur.as_ref().map(|c| c.0) != c.base {
-            stale.push(c.path.clone());
+        if cur.as_ref().map(|x| &x.2) != c.old.as_ref() {
+            // Edited between the merge and now (an editor saving): merge again rather than lose it.
+            return Err(Error::StaleBase { id: id.to_string(), paths: vec![c.path.clone()] });
         }
-        let new = match &c.change {
-            Change::Write { mode, hash, .. } => Some((*hash, *mode & 0o777)),
-            Change::Delete => None,
-        };
+        let new = c.new.as_ref().map(|bytes| (hash_bytes(bytes), c.new_mode.unwrap_or(0o644) & 0o777));
+        // The overlay holds exactly what lands (the rebased change), so a resumed accept
+        // writes the same bytes.
+        if let (Some(bytes), Some((_, mode))) = (&c.new, new) {
+            if overlay.get(&c.path)?.flatten().map(|(b, _)| b) != Some(bytes.clone()) {
+                overlay.write(&c.path, bytes, mode)?;
+            }
+        }
         let (old, old_content) = match cur {
             Some((h, m, bytes)) => (Some((h, m)), Some(bytes)),
             None => (None, None),
         };
         journal.push(JournalEntry { path: c.path.clone(), old, old_content, new });
     }
-    if !stale.is_empty() && !force {
-        return Err(Error::StaleBase { id: id.to_string(), paths: stale });
-    }
     bin.begin_accept(id, &journal)?;
     let mut report = apply(project, overlay, &journal, &mut bin, id, false)?;
-    report.forced = stale;
+    report.forced = forced;
     Ok(report)
 }
 
@@ -123,21 +144,26 @@ fn missing_overlay(id: &str) -> Error {
     Error::Overlay { id: id.to_string(), message: "the overlay database is missing".into() }
 }
 
-/// Finishes an accept that a crash interrupted, from its journal.
+/// Finishes an accept that a crash interrupted, from its journal. A path the user edited in
+/// between is a conflict; with `force` the edit is journaled first, so undo gives it back.
 fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<AcceptReport> {
     let mut bin = project.bin()?;
-    let journal = bin.journal(&rec.id)?;
     let overlay = project.existing_overlay(&rec.id)?.ok_or_else(|| missing_overlay(&rec.id))?;
     let mut conflicts = Vec::new();
-    for j in &journal {
-        let cur = current(project, &j.path)?.map(|c| c.0);
-        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+    for j in bin.journal(&rec.id)? {
+        let cur = current(project, &j.path)?;
+        let hash = cur.as_ref().map(|c| c.0);
+        if hash != j.old.map(|o| o.0) && hash != j.new.map(|n| n.0) {
+            if force {
+                bin.rejournal_old(&rec.id, &j.path, cur.as_ref().map(|c| (c.0, c.1)), cur.as_ref().map(|c| c.2.as_slice()))?;
+            }
             conflicts.push(j.path.clone());
         }
     }
     if !conflicts.is_empty() && !force {
         return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
     }
+    let journal = bin.journal(&rec.id)?;
     let mut report = apply(project, overlay, &journal, &mut bin, &rec.id, true)?;
     report.resumed = true;
     report.forced = conflicts;
@@ -165,6 +191,14 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
         };
         work.push((j, content));
     }
+    if resume {
+        // What a killed writer left, once per directory and before any new write (the writes
+        // below run concurrently and each makes its own temporary file).
+        let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
+        for dir in dirs {
+            fsx::remove_temps(&project.root, dir)?;
+        }
+    }
     let threads = crate::par::threads_for(work.len(), 16, 4);
     let written = crate::par::map(&work, threads, "accept (writing)", |(j, content)| apply_one(project, j, content.as_deref(), resume))?;
     written.into_iter().collect::<Result<()>>()?;
@@ -187,7 +221,6 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
 /// reads it, skips it when already done and clears a killed writer's temporary file.
 fn apply_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<()> {
     let cur = if resume {
-        fsx::remove_temp(&project.root, &j.path)?;
         current(project, &j.path)?.map(|c| (c.0, c.1))
     } else {
         j.old
@@ -203,6 +236,7 @@ fn apply_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume
 /// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
 /// changes.
 pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
+    let _lock = super::lock::acquire(project)?;
     let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
     project.archive_overlay(id)?;
     Ok(rec)

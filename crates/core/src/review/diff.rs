@@ -6,7 +6,9 @@ use crate::error::Result;
 use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::fsx;
-use crate::store::overlay::Change;
+use super::merge;
+use crate::store::hash_bytes;
+use crate::store::overlay::{Change, Changed};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -20,6 +22,11 @@ pub enum ChangeKind {
 }
 
 /// One changed path of a proposal, with old and new content.
+///
+/// For a live proposal `old` is the file as it is now and `new` the agent's change rebased
+/// onto it (three-way, see [`super::merge`]): the user's own edits are in both, so they never
+/// show up as agent hunks. Where the two touch the same lines, `new` holds the agent's side and
+/// `conflicts` names those lines of `old`.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileChange {
     pub path: String,
@@ -31,43 +38,98 @@ pub struct FileChange {
     pub new: Option<Vec<u8>>,
     pub old_mode: Option<u32>,
     pub new_mode: Option<u32>,
+    /// Line ranges of `old` (0-based, end exclusive) where the agent and the user both changed
+    /// the file.
+    pub conflicts: Vec<(usize, usize)>,
+    /// A conflict of the whole file: the user deleted it, replaced it with a directory, or
+    /// changed it where no three-way merge is possible (binary, or no recorded base content).
+    pub file_conflict: Option<String>,
+}
+
+impl FileChange {
+    /// Does accepting this change need `--force`?
+    pub fn conflicted(&self) -> bool {
+        !self.conflicts.is_empty() || self.file_conflict.is_some()
+    }
+
+    /// How a refusal names this file's conflicts.
+    pub fn conflict_text(&self) -> String {
+        match &self.file_conflict {
+            Some(why) => format!("{}: {why}", self.path),
+            None => {
+                let ranges: Vec<String> = self.conflicts.iter().map(|(s, e)| if e - s <= 1 { format!("line {}", s + 1) } else { format!("lines {}-{}", s + 1, e) }).collect();
+                format!("{} ({})", self.path, ranges.join(", "))
+            }
+        }
+    }
 }
 
 fn is_binary(bytes: &[u8]) -> bool {
     bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
 }
 
-/// The changes of agent `id`: against the current project for a live proposal, against the
-/// journaled old content for an accepted one.
+/// The changes of agent `id`: against the current project for a live proposal (three-way),
+/// against the journaled old content for an accepted one.
 pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let Some(overlay) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
     let rec = project.bin()?.get(id)?;
     let journal = if rec.state == State::Accepted { project.bin()?.journal(id)? } else { Vec::new() };
     let mut out = Vec::new();
     for c in overlay.changes()? {
-        let (old, old_mode) = match journal.iter().find(|j| j.path == c.path) {
+        let journaled = journal.iter().find(|j| j.path == c.path);
+        let (old, old_mode) = match journaled {
             Some(j) => (j.old_content.clone(), j.old.map(|o| o.1)),
             None => match fsx::read(&project.root, &c.path)? {
                 Some((bytes, mode)) => (Some(bytes), Some(mode)),
                 None => (None, None),
             },
         };
-        let (new, new_mode) = match c.change {
-            Change::Write { content, mode, .. } => (Some(content), Some(mode)),
+        let (agent, new_mode) = match &c.change {
+            Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
             Change::Delete => (None, None),
+        };
+        let (new, conflicts, file_conflict) = if journaled.is_some() || old.as_deref().map(hash_bytes) == c.base {
+            (agent, Vec::new(), None)
+        } else {
+            rebase(project, &c, old.as_deref(), agent)
         };
         let kind = match (&old, &new) {
             (None, Some(_)) => ChangeKind::Added,
             (Some(_), None) => ChangeKind::Deleted,
             _ => ChangeKind::Modified,
         };
-        if kind == ChangeKind::Modified && old == new && old_mode == new_mode {
+        if kind == ChangeKind::Modified && old == new && old_mode == new_mode && file_conflict.is_none() {
             continue;
         }
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
-        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode });
+        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict });
     }
     Ok(out)
+}
+
+/// The agent's change of one path rebased onto the project's current version `current`,
+/// which differs from the base the agent saw: `(new, conflicting line ranges, file conflict)`.
+fn rebase(project: &Project, c: &Changed, current: Option<&[u8]>, agent: Option<Vec<u8>>) -> (Option<Vec<u8>>, Vec<(usize, usize)>, Option<String>) {
+    let whole = |why: &str| (agent.clone(), Vec::new(), Some(why.to_string()));
+    let base: &[u8] = match (&c.base, &c.base_content) {
+        (None, _) => b"",
+        (Some(_), Some(bytes)) => bytes,
+        (Some(_), None) => return whole("changed in the project since the agent read it (no three-way base recorded)"),
+    };
+    match (current, &agent) {
+        (None, _) if project.root.join(&c.path).is_dir() => whole("a directory is there now"),
+        (None, Some(_)) => whole("deleted in the project since the agent read it"),
+        (Some(_), None) => whole("changed in the project since the agent read it; the agent deletes it"),
+        (None, None) => (None, Vec::new(), None),
+        (Some(cur), Some(theirs)) => {
+            if is_binary(base) || is_binary(cur) || is_binary(theirs) {
+                return whole("changed in the project since the agent read it (binary: no line merge)");
+            }
+            let pieces = merge::merge(base, cur, theirs);
+            let conflicts = merge::conflicts(&pieces).into_iter().map(|r| (r.start, r.end)).collect();
+            (Some(merge::agent_side(&pieces)), conflicts, None)
+        }
+    }
 }
 
 /// Renders changes as a git-style unified diff.
@@ -86,6 +148,9 @@ pub fn unified(changes: &[FileChange]) -> String {
                 let _ = writeln!(out, "old mode 100{:o}\nnew mode 100{:o}", c.old_mode.unwrap_or(0), c.new_mode.unwrap_or(0));
             }
             ChangeKind::Modified => {}
+        }
+        if c.conflicted() {
+            let _ = writeln!(out, "CONFLICT {}: changed by you and by the agent; the agent's side is shown below", c.conflict_text());
         }
         let a = if c.old.is_some() { format!("a/{}", c.path) } else { "/dev/null".into() };
         let b = if c.new.is_some() { format!("b/{}", c.path) } else { "/dev/null".into() };

@@ -3,7 +3,7 @@
 //! whose every hunk has been decided ends accepted when any hunk landed, else rejected.
 
 use super::accept::check_writable;
-use super::diff::{changes, ChangeKind};
+use super::diff::{changes, ChangeKind, FileChange};
 use super::hunks::{apply_hunk, hunks_between, Hunk};
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
@@ -19,17 +19,29 @@ pub struct FileHunks {
     pub path: String,
     pub kind: ChangeKind,
     pub hunks: Vec<Hunk>,
+    /// Line ranges of the current file (0-based, end exclusive) where the agent's change
+    /// conflicts with the user's edits: hunks touching them are conflicts.
+    pub conflicts: Vec<(usize, usize)>,
+    /// The whole file conflicts (deleted, a directory now, not mergeable).
+    pub file_conflict: Option<String>,
 }
 
-/// The hunks of every text file agent `id` changes, against the project as it is now.
+fn text(bytes: Option<&[u8]>) -> String {
+    String::from_utf8_lossy(bytes.unwrap_or_default()).into_owned()
+}
+
+/// The hunks of every text file agent `id` changes: its change rebased onto the project as it
+/// is now (three-way), so the user's own edits are never among them.
 pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
     Ok(changes(project, id)?
         .into_iter()
         .filter(|c| !c.binary)
-        .map(|c| {
-            let old = String::from_utf8_lossy(c.old.as_deref().unwrap_or_default()).into_owned();
-            let new = String::from_utf8_lossy(c.new.as_deref().unwrap_or_default()).into_owned();
-            FileHunks { hunks: hunks_between(&old, &new), path: c.path, kind: c.kind }
+        .map(|c| FileHunks {
+            hunks: hunks_between(&text(c.old.as_deref()), &text(c.new.as_deref())),
+            path: c.path,
+            kind: c.kind,
+            conflicts: c.conflicts,
+            file_conflict: c.file_conflict,
         })
         .collect())
 }
@@ -45,24 +57,31 @@ pub struct HunkReport {
     pub state: State,
 }
 
-fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Overlay, String, String)> {
+/// The reviewing agent's change of `path` holding `hunk`: its overlay, the current text and
+/// the proposed (rebased) text.
+fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Overlay, FileChange, String, String)> {
     let rec = project.bin()?.get(id)?;
     if rec.state != State::Reviewing || rec.accept_pending {
         return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "review a hunk".into() });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| Error::NoProposal(id.to_string()))?;
-    let new = match overlay.get(path)? {
-        Some(Some((bytes, _))) => String::from_utf8(bytes).map_err(|_| Error::Hunk(format!("{path} is binary: accept or reject the whole agent")))?,
-        _ => return Err(Error::Hunk(format!("agent {id} proposes no text change to {path}"))),
+    let Some(change) = changes(project, id)?.into_iter().find(|c| c.path == path) else {
+        return Err(Error::Hunk(format!("agent {id} proposes no change to {path}")));
     };
-    let old = match fsx::read(&project.root, path)? {
-        Some((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
-        None => String::new(),
-    };
-    if !hunks_between(&old, &new).contains(hunk) {
-        return Err(Error::Hunk(format!("that hunk of {path} is no longer part of agent {id}'s proposal; refresh and try again")));
+    if change.binary || change.new.is_none() {
+        return Err(Error::Hunk(format!("{path} is not a text change: accept or reject the whole agent")));
     }
-    Ok((overlay, old, new))
+    let (old, new) = (text(change.old.as_deref()), text(change.new.as_deref()));
+    if !hunks_between(&old, &new).contains(hunk) {
+        return Err(Error::Hunk(format!("that hunk of {path} is no longer part of agent {id}'s proposal; :CairnRefresh (or `cairn diff {id}`) shows the current ones")));
+    }
+    Ok((overlay, change, old, new))
+}
+
+/// Does `hunk` touch a conflicting range (an insertion touches the line it is inserted at)?
+fn in_conflict(change: &FileChange, hunk: &Hunk) -> bool {
+    let (start, end) = (hunk.old_start, hunk.old_start + hunk.removed.len().max(1));
+    change.file_conflict.is_some() || change.conflicts.iter().any(|&(s, e)| start < e.max(s + 1) && s < end)
 }
 
 /// Ends the agent when no change is left: accepted if any hunk landed, else rejected.
@@ -80,26 +99,22 @@ fn settle(project: &Project, id: &str, overlay: Overlay, any_accepted: bool) -> 
     Ok(to)
 }
 
-/// Accepts one hunk of `path` into the project, with accept's stale-base rule: the project
-/// file must still be what the agent based its change on (or what earlier hunk accepts made
-/// it). The rest of the proposal stays, recomputed against the new file.
-pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<HunkReport> {
-    let (overlay, old, new) = find_hunk(project, id, path, hunk)?;
-    let changed = overlay.changes()?;
-    let base = changed.iter().find(|c| c.path == path).and_then(|c| c.base);
-    let current = fsx::read(&project.root, path)?;
-    if current.as_ref().map(|(b, _)| hash_bytes(b)) != base {
-        return Err(Error::StaleBase { id: id.to_string(), paths: vec![path.to_string()] });
+/// Accepts one hunk of `path` into the project. The hunk is part of the agent's change rebased
+/// onto the file as it is now, so the user's edits elsewhere in the file stay; a hunk that
+/// conflicts with them is refused unless `force`.
+pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
+    let _lock = super::lock::acquire(project)?;
+    let (overlay, change, old, new) = find_hunk(project, id, path, hunk)?;
+    if in_conflict(&change, hunk) && !force {
+        return Err(Error::Conflict { id: id.to_string(), conflicts: vec![format!("{path} (the hunk at line {})", hunk.old_start + 1)] });
     }
     super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
     let updated = apply_hunk(&old, hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
-    let mode = current.map(|(_, m)| m).or_else(|| overlay.get(path).ok().flatten().flatten().map(|(_, m)| m)).unwrap_or(0o644) & 0o777;
+    let mode = change.old_mode.or(change.new_mode).unwrap_or(0o644) & 0o777;
     fsx::write_atomic(&project.root, path, updated.as_bytes(), mode)?;
     crate::sync::record_known(project, &[(path.to_string(), Some(hash_bytes(updated.as_bytes())))])?;
-    // The project moved on by this hunk: it is the agent's new base for the path.
-    overlay.rebase(path, Some((hash_bytes(updated.as_bytes()), mode)))?;
-    if updated == new {
+    if overlay.get(path)?.flatten().is_some_and(|(bytes, _)| bytes == updated.as_bytes()) {
         overlay.forget(path)?;
     }
     let remaining = hunks_between(&updated, &new).len();
@@ -110,23 +125,21 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Resu
 
 /// Drops one hunk from the agent's proposal for `path`; the project is not touched.
 pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<HunkReport> {
-    let (overlay, old, new) = find_hunk(project, id, path, hunk)?;
-    // Undo the hunk inside the agent's version: find it there by its added lines.
-    let new_hunks = hunks_between(&old, &new);
-    let index = new_hunks.iter().position(|h| h == hunk).unwrap_or(0);
-    let mut reverted = old.clone();
-    for (i, h) in new_hunks.iter().enumerate().rev() {
-        if i != index {
-            reverted = apply_hunk(&reverted, h).unwrap_or(reverted);
-        }
+    let _lock = super::lock::acquire(project)?;
+    let (overlay, change, old, new) = find_hunk(project, id, path, hunk)?;
+    // The proposal without this hunk: every other hunk applied to the current text (from the
+    // bottom up, so earlier line numbers stay valid).
+    let mut kept = old.clone();
+    for h in hunks_between(&old, &new).iter().rev().filter(|h| *h != hunk) {
+        kept = apply_hunk(&kept, h).unwrap_or(kept);
     }
-    let mode = overlay.get(path)?.flatten().map(|(_, m)| m).unwrap_or(0o644);
-    if reverted == old {
+    let mode = change.new_mode.unwrap_or(0o644);
+    if kept == old {
         overlay.forget(path)?;
     } else {
-        overlay.write(path, reverted.as_bytes(), mode)?;
+        overlay.write(path, kept.as_bytes(), mode)?;
     }
-    let remaining = hunks_between(&old, &reverted).len();
+    let remaining = hunks_between(&old, &kept).len();
     project.bin()?.decide_hunk(id, path, false)?;
     let state = settle(project, id, overlay, false)?;
     Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state })

@@ -12,6 +12,8 @@ pub mod accept;
 pub mod diff;
 pub mod hunk_review;
 pub mod hunks;
+pub mod lock;
+pub mod merge;
 pub mod undo;
 
 pub use accept::{accept, reject, AcceptReport};

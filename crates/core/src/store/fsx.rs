@@ -159,11 +159,12 @@ pub fn write_atomic(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result
         return Err(Error::InvalidPath(rel.to_string()));
     }
     let dfd = open_dir(root, dir, true)?;
-    let tmp = temp_name(name);
+    let tmp = temp_name();
+    // O_EXCL: never write through anything already at that name (a planted link included).
     let fd = rfs::openat(
         &dfd,
         tmp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(mode & 0o777),
     )
     .map_err(|e| err(root, rel, e))?;
@@ -196,17 +197,29 @@ pub fn remove(root: &Path, rel: &str) -> Result<()> {
     }
 }
 
-/// The temporary name [`write_atomic`] uses for `name`; deterministic, so that a re-run after a
-/// crash overwrites or removes what a killed writer left.
-pub fn temp_name(name: &str) -> String {
-    format!(".{name}{TEMP_SUFFIX}")
+/// A fresh temporary name for [`write_atomic`]: short whatever the target's name (it must fit
+/// NAME_MAX next to a 255-byte name) and random (two writers never share one).
+pub fn temp_name() -> String {
+    format!(".{:016x}{TEMP_SUFFIX}", rand::random::<u64>())
+}
+
+fn is_temp_name(name: &str) -> bool {
+    name.len() == 17 + TEMP_SUFFIX.len() && name.starts_with('.') && name.ends_with(TEMP_SUFFIX) && name[1..17].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Suffix of cairn's temporary files; the watcher and the scanner skip such names.
 pub const TEMP_SUFFIX: &str = ".cairn-tmp";
 
-/// Removes the temporary file a killed [`write_atomic`] of `rel` may have left.
-pub fn remove_temp(root: &Path, rel: &str) -> Result<()> {
-    let (dir, name) = split(rel);
-    remove(root, &if dir.is_empty() { temp_name(name) } else { format!("{dir}/{}", temp_name(name)) })
+/// Removes the temporary files a killed [`write_atomic`] may have left in directory `dir`
+/// (relative; `""` is the root). Only under the review lock, before any write of this
+/// process: no other writer is running then.
+pub fn remove_temps(root: &Path, dir: &str) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_temp_name(&name) {
+            remove(root, &if dir.is_empty() { name } else { format!("{dir}/{name}") })?;
+        }
+    }
+    Ok(())
 }

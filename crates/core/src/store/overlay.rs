@@ -1,6 +1,7 @@
 //! `agent-<id>.db`: one agent's copy-on-write layer over the project. Writes hold full content;
 //! deletes are whiteouts; `bases` records what the project held at each path when the agent
-//! first read or wrote it (the stale-base check of accept); `kv` holds the submission and the
+//! first read or wrote it, with its content when it is text-sized (the base of the three-way
+//! review, see `review::merge`); `kv` holds the submission and the
 //! run's result; `audit` is the append-only log of external calls.
 
 use super::{hash_bytes, hash_from_blob, Hash, Kind};
@@ -19,7 +20,8 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE TABLE IF NOT EXISTS bases(
     path TEXT PRIMARY KEY,
     hash BLOB,
-    mode INTEGER
+    mode INTEGER,
+    content BLOB
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit(
@@ -49,6 +51,9 @@ pub struct Changed {
     pub change: Change,
     /// Hash of the project file when the agent first touched the path; `None` = absent then.
     pub base: Option<Hash>,
+    /// Its content, when recorded (overlays from before the three-way review, and files over
+    /// the read cap, have none: review is then two-way for that path).
+    pub base_content: Option<Vec<u8>>,
     /// Mode of the project file then (kept when the agent rewrites it).
     pub base_mode: Option<u32>,
 }
@@ -72,7 +77,13 @@ pub struct Overlay {
 impl Overlay {
     /// Opens or creates the overlay at `path`.
     pub fn open(path: &Path) -> Result<Overlay> {
-        Ok(Overlay { conn: super::open(path, SCHEMA)? })
+        let conn = super::open(path, SCHEMA)?;
+        // Overlays made before base contents were kept gain the column (empty for old rows).
+        let has_content: bool = conn.prepare("SELECT 1 FROM pragma_table_info('bases') WHERE name = 'content'")?.exists([])?;
+        if !has_content {
+            conn.execute("ALTER TABLE bases ADD COLUMN content BLOB", [])?;
+        }
+        Ok(Overlay { conn })
     }
 
     /// The overlay's entry for `path`: `Some(Some(..))` written, `Some(None)` whiteout.
@@ -102,18 +113,10 @@ impl Overlay {
 
     /// Records the project's state at `path` the first time the agent touches it (later calls
     /// keep the first record).
-    pub fn record_base(&self, path: &str, base: Option<(Hash, u32)>) -> Result<()> {
-        let mut st = self.conn.prepare_cached("INSERT OR IGNORE INTO bases(path, hash, mode) VALUES (?1, ?2, ?3)")?;
-        st.execute(params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1)])?;
-        Ok(())
-    }
-
-    /// Replaces the recorded base of `path` (after part of the proposal landed in the project).
-    pub fn rebase(&self, path: &str, base: Option<(Hash, u32)>) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO bases(path, hash, mode) VALUES (?1, ?2, ?3)",
-            params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1)],
-        )?;
+    /// `content` is the base's bytes when known (absent files have none).
+    pub fn record_base(&self, path: &str, base: Option<(Hash, u32)>, content: Option<&[u8]>) -> Result<()> {
+        let mut st = self.conn.prepare_cached("INSERT OR IGNORE INTO bases(path, hash, mode, content) VALUES (?1, ?2, ?3, ?4)")?;
+        st.execute(params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1), content])?;
         Ok(())
     }
 
@@ -144,7 +147,7 @@ impl Overlay {
     /// Every changed path with its base, ordered by path.
     pub fn changes(&self) -> Result<Vec<Changed>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode
+            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode, b.content
              FROM entries e LEFT JOIN bases b ON b.path = e.path ORDER BY e.path",
         )?;
         let rows = st.query_map([], |r| {
@@ -156,7 +159,7 @@ impl Overlay {
                 let hash = hash_from_blob(r.get(4)?).unwrap_or_else(|| hash_bytes(&content));
                 Change::Write { content, mode: r.get(2)?, hash }
             };
-            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)? })
+            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)?, base_content: r.get(7)? })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -5,7 +5,7 @@
 use super::{apply_transition, AgentRecord, Bin, JournalEntry, TransitionExtra};
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
-use crate::store::hash_from_blob;
+use crate::store::{hash_from_blob, Hash};
 use rusqlite::{params, TransactionBehavior};
 
 impl Bin {
@@ -49,6 +49,16 @@ impl Bin {
     }
 
     /// The journal of `id`'s accept, ordered by path.
+    /// Records, for a resumed `--force` accept, what the project holds now at a path the user
+    /// edited after the first attempt: undo then gives back that edit, not the older content.
+    pub fn rejournal_old(&mut self, id: &str, path: &str, old: Option<(Hash, u32)>, old_content: Option<&[u8]>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE journal SET old_hash = ?3, old_mode = ?4, old_content = ?5 WHERE agent_id = ?1 AND path = ?2",
+            params![id, path, old.map(|o| o.0.to_vec()), old.map(|o| o.1), old_content],
+        )?;
+        Ok(())
+    }
+
     pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
         let mut st = self.conn.prepare_cached(
             "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode FROM journal WHERE agent_id = ?1 ORDER BY path",

@@ -1,0 +1,27 @@
+//! The per-project review lock: accept, undo and hunk actions of every process (CLI, Neovim
+//! host, daemon) take it, so the base check and the writes of one never interleave with
+//! another's. An `flock` on `.agentfs/review.lock`: the kernel releases it when its holder
+//! dies, so a killed accept never leaves the project locked.
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use std::fs::File;
+
+/// Held while reviewing; dropping it releases the lock.
+#[derive(Debug)]
+pub struct ReviewLock {
+    _file: File,
+}
+
+/// Waits for the project's review lock.
+pub fn acquire(project: &Project) -> Result<ReviewLock> {
+    let path = project.agentfs().join("review.lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive) {
+            Ok(()) => return Ok(ReviewLock { _file: file }),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(Error::io(&path, e.into())),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Three-way merge on lines, diff3 style: the agent's change (base → agent) rebased onto the
+//! file as it is now (base → current, the user's edits). Pure: no I/O, table-driven tests.
+//!
+//! Lines keep their terminators (`\n`, `\r\n`, a lone `\r` stays inside its line), so joining
+//! the pieces gives back the exact bytes of each side.
+//!
+//! The two changes are compared region by region of the base. A region only one side changed
+//! takes that side; a region both changed the same way takes it once; a region both changed
+//! differently, or where their changes touch, is a conflict. As in git, changes to adjacent
+//! lines conflict: an edit right next to another is rarely independent of it.
+
+use similar::{capture_diff_slices, Algorithm, DiffOp};
+use std::ops::Range;
+
+/// A piece of the merged file, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Lines as they are now (unchanged, or changed by the user only).
+    Current(Vec<&'a [u8]>),
+    /// The agent changes `current` lines (as they are now) into `agent` lines.
+    Agent { current: Vec<&'a [u8]>, agent: Vec<&'a [u8]> },
+    /// Both changed the same base lines differently.
+    Conflict { base: Vec<&'a [u8]>, current: Vec<&'a [u8]>, agent: Vec<&'a [u8]> },
+}
+
+/// Splits after each `\n`; a last line without one is kept.
+pub fn lines(text: &[u8]) -> Vec<&[u8]> {
+    text.split_inclusive(|&b| b == b'\n').collect()
+}
+
+/// One side's change: base lines `base` become the other side's lines `lines`.
+#[derive(Debug, Clone)]
+struct Edit {
+    base: Range<usize>,
+    other: Range<usize>,
+}
+
+fn edits(base: &[&[u8]], other: &[&[u8]]) -> Vec<Edit> {
+    let mut out: Vec<Edit> = Vec::new();
+    for op in capture_diff_slices(Algorithm::Myers, base, other) {
+        let (old, new) = match op {
+            DiffOp::Equal { .. } => continue,
+            DiffOp::Delete { old_index, old_len, new_index } => (old_index..old_index + old_len, new_index..new_index),
+            DiffOp::Insert { old_index, new_index, new_len } => (old_index..old_index, new_index..new_index + new_len),
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => (old_index..old_index + old_len, new_index..new_index + new_len),
+        };
+        // Ops come in order; adjacent ones form one edit.
+        match out.last_mut() {
+            Some(last) if last.base.end == old.start && last.other.end == new.start => {
+                last.base.end = old.end;
+                last.other.end = new.end;
+            }
+            _ => out.push(Edit { base: old, other: new }),
+        }
+    }
+    out
+}
+
+/// Merges: the agent's change from `base` rebased onto `current`.
+pub fn merge<'a>(base: &'a [u8], current: &'a [u8], agent: &'a [u8]) -> Vec<Piece<'a>> {
+    let (b, c, a) = (lines(base), lines(current), lines(agent));
+    let (ec, ea) = (edits(&b, &c), edits(&b, &a));
+    merge_edits(&b, &c, &a, &ec, &ea)
+}
+
+fn merge_edits<'a>(b: &[&'a [u8]], c: &[&'a [u8]], a: &[&'a [u8]], ec: &[Edit], ea: &[Edit]) -> Vec<Piece<'a>> {
+    let mut pieces = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    let mut base_pos = 0; // next base line not yet emitted
+    let mut cur_pos = 0; // the matching line in current
+    while i < ec.len() || j < ea.len() {
+        // Start a cluster with the earliest edit, then absorb every edit of either side that
+        // overlaps it or starts right at its end (adjacent changes conflict).
+        let start = match (ec.get(i), ea.get(j)) {
+            (Some(x), Some(y)) => x.base.start.min(y.base.start),
+            (Some(x), None) => x.base.start,
+            (None, Some(y)) => y.base.start,
+            (None, None) => break,
+        };
+        let mut end = start;
+        let (ci, aj) = (i, j);
+        loop {
+            let mut grew = false;
+            while let Some(x) = ec.get(i).filter(|x| x.base.start <= end) {
+                end = end.max(x.base.end);
+                i += 1;
+                grew = true;
+            }
+            while let Some(y) = ea.get(j).filter(|y| y.base.start <= end) {
+                end = end.max(y.base.end);
+                j += 1;
+                grew = true;
+            }
+            if !grew {
+                break;
+            }
+        }
+        // Unchanged lines before the cluster.
+        let gap = start - base_pos;
+        if gap > 0 {
+            push_current(&mut pieces, c[cur_pos..cur_pos + gap].to_vec());
+        }
+        cur_pos += gap;
+        // Each side's version of base[start..end].
+        let side = |es: &[Edit], other: &[&'a [u8]]| -> Vec<&'a [u8]> {
+            let mut out = Vec::new();
+            let mut pos = start;
+            for e in es {
+                out.extend_from_slice(&b[pos..e.base.start]);
+                out.extend_from_slice(&other[e.other.clone()]);
+                pos = e.base.end;
+            }
+            out.extend_from_slice(&b[pos..end]);
+            out
+        };
+        let cur_side = side(&ec[ci..i], c);
+        let agent_side = side(&ea[aj..j], a);
+        let agent_changed = j > aj;
+        let user_changed = i > ci;
+        cur_pos += cur_side.len();
+        if !agent_changed || cur_side == agent_side {
+            push_current(&mut pieces, cur_side);
+        } else if !user_changed {
+            pieces.push(Piece::Agent { current: cur_side, agent: agent_side });
+        } else {
+            pieces.push(Piece::Conflict { base: b[start..end].to_vec(), current: cur_side, agent: agent_side });
+        }
+        base_pos = end;
+    }
+    if cur_pos < c.len() {
+        push_current(&mut pieces, c[cur_pos..].to_vec());
+    }
+    pieces
+}
+
+fn push_current<'a>(pieces: &mut Vec<Piece<'a>>, lines: Vec<&'a [u8]>) {
+    if lines.is_empty() {
+        return;
+    }
+    if let Some(Piece::Current(prev)) = pieces.last_mut() {
+        prev.extend(lines);
+    } else {
+        pieces.push(Piece::Current(lines));
+    }
+}
+
+/// The merged bytes, with the agent's side wherever the two conflict.
+pub fn agent_side(pieces: &[Piece<'_>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in pieces {
+        let lines = match p {
+            Piece::Current(l) => l,
+            Piece::Agent { agent, .. } | Piece::Conflict { agent, .. } => agent,
+        };
+        lines.iter().for_each(|l| out.extend_from_slice(l));
+    }
+    out
+}
+
+/// Line ranges (0-based, in the current file) of the conflicts.
+pub fn conflicts(pieces: &[Piece<'_>]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut line = 0;
+    for p in pieces {
+        let n = match p {
+            Piece::Current(l) | Piece::Agent { current: l, .. } => l.len(),
+            Piece::Conflict { current, .. } => {
+                out.push(line..line + current.len());
+                current.len()
+            }
+        };
+        line += n;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(base: &str, current: &str, agent: &str) -> (String, usize) {
+        let pieces = merge(base.as_bytes(), current.as_bytes(), agent.as_bytes());
+        // Whatever the merge, the current side must give back the current bytes exactly.
+        let mut cur = Vec::new();
+        for p in &pieces {
+            let l = match p {
+                Piece::Current(l) | Piece::Agent { current: l, .. } | Piece::Conflict { current: l, .. } => l,
+            };
+            l.iter().for_each(|x| cur.extend_from_slice(x));
+        }
+        assert_eq!(String::from_utf8(cur).unwrap(), current, "current side of {base:?} {current:?} {agent:?}");
+        (String::from_utf8(agent_side(&pieces)).unwrap(), conflicts(&pieces).len())
+    }
+
+    #[test]
+    fn table() {
+        let base = "a\nb\nc\nd\ne\nf\ng\n";
+        // (current, agent, merged, conflicts)
+        let rows = [
+            // agent only
+            (base, "a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\ng\n", 0),
+            // user only: nothing of the agent's, the user's edit stays
+            ("a\nb\nc\nd\ne\nf\nG\n", base, "a\nb\nc\nd\ne\nf\nG\n", 0),
+            // far apart: both land
+            ("a\nb\nc\nd\ne\nf\nG\n", "a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\nG\n", 0),
+            // the same change on both sides
+            ("a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\ng\n", 0),
+            // overlapping: conflict, agent side in the merged text
+            ("a\nX\nc\nd\ne\nf\ng\n", "a\nY\nc\nd\ne\nf\ng\n", "a\nY\nc\nd\ne\nf\ng\n", 1),
+            // adjacent lines conflict
+            ("a\nB\nc\nd\ne\nf\ng\n", "a\nb\nC\nd\ne\nf\ng\n", "a\nb\nC\nd\ne\nf\ng\n", 1),
+            // insertions in different places
+            ("top\na\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nd\ne\nf\ng\nend\n", "top\na\nb\nc\nd\ne\nf\ng\nend\n", 0),
+            // user deletes a line far away, agent edits
+            ("a\nb\nc\nd\ne\ng\n", "A\nb\nc\nd\ne\nf\ng\n", "A\nb\nc\nd\ne\ng\n", 0),
+            // agent deletes everything, user untouched
+            (base, "", "", 0),
+            // both insert at the same point differently: conflict
+            ("a\nb\nc\nX\nd\ne\nf\ng\n", "a\nb\nc\nY\nd\ne\nf\ng\n", "a\nb\nc\nY\nd\ne\nf\ng\n", 1),
+        ];
+        for (i, (current, agent, merged, n)) in rows.iter().enumerate() {
+            assert_eq!(run(base, current, agent), (merged.to_string(), *n), "row {i}");
+        }
+    }
+
+    #[test]
+    fn line_endings_survive() {
+        // CRLF, a lone CR inside a line, no final newline: bytes come back exactly.
+        let base = "a\r\nb\r\nc\r\nd\r\ne";
+        assert_eq!(run(base, "a\r\nb\r\nc\r\nd\r\nE", "A\r\nb\r\nc\r\nd\r\ne"), ("A\r\nb\r\nc\r\nd\r\nE".into(), 0));
+        assert_eq!(run("x\ry\nz\n", "x\ry\nz\n", "x\ry\nZ\n"), ("x\ry\nZ\n".into(), 0));
+        assert_eq!(run("", "", "new\n"), ("new\n".into(), 0));
+        assert_eq!(run("", "mine\n", "theirs\n"), ("theirs\n".into(), 1));
+    }
+}
