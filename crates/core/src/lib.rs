@@ -9,7 +9,7 @@
 //! [`store`]), the mirror ([`sync`], [`watcher`], [`index`]), the agent side ([`view`],
 //! [`externals`], [`sandbox`], [`providers`], [`llm`]), the flow ([`orchestrator`],
 //! [`review`], [`workspace`], [`gc`]) and the one command model every edge goes through
-//! ([`command`]).
+//! ([`command`]), and [`display`] (agent text made safe to show).
 #![deny(unsafe_code)]
 
 #[macro_use]
@@ -36,5 +36,6 @@ pub mod review;
 pub mod workspace;
 pub mod gc;
 pub mod command;
+pub mod display;
 
 pub use error::{Error, Result};

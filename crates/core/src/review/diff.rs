@@ -132,11 +132,14 @@ fn rebase(project: &Project, c: &Changed, current: Option<&[u8]>, agent: Option<
     }
 }
 
-/// Renders changes as a git-style unified diff.
+/// Renders changes as a git-style unified diff. Agent-controlled bytes (paths, content) are
+/// escaped (see [`crate::display`]): a path cannot forge a header, an escape sequence cannot
+/// hide a line, and a NUL does not turn a text change into "Binary files differ".
 pub fn unified(changes: &[FileChange]) -> String {
     let mut out = String::new();
     for c in changes {
-        let _ = writeln!(out, "diff --git a/{0} b/{0}", c.path);
+        let path = crate::display::escape_line(&c.path);
+        let _ = writeln!(out, "diff --git a/{path} b/{path}");
         match c.kind {
             ChangeKind::Added => {
                 let _ = writeln!(out, "new file mode 100{:o}", c.new_mode.unwrap_or(0o644));
@@ -150,13 +153,18 @@ pub fn unified(changes: &[FileChange]) -> String {
             ChangeKind::Modified => {}
         }
         if c.conflicted() {
-            let _ = writeln!(out, "CONFLICT {}: changed by you and by the agent; the agent's side is shown below", c.conflict_text());
+            let _ = writeln!(out, "CONFLICT {}: changed by you and by the agent; the agent's side is shown below", crate::display::escape_line(&c.conflict_text()));
         }
-        let a = if c.old.is_some() { format!("a/{}", c.path) } else { "/dev/null".into() };
-        let b = if c.new.is_some() { format!("b/{}", c.path) } else { "/dev/null".into() };
-        if c.binary {
+        let a = if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
+        let b = if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() };
+        let utf8 = |x: &Option<Vec<u8>>| x.as_deref().is_none_or(|b| std::str::from_utf8(b).is_ok());
+        if c.binary && !(utf8(&c.old) && utf8(&c.new)) {
             let _ = writeln!(out, "Binary files {a} and {b} differ");
             continue;
+        }
+        if c.binary {
+            // Text with NUL bytes: shown as text, loudly.
+            let _ = writeln!(out, "WARNING {path}: contains NUL bytes (shown as \\0); a tool may treat it as binary");
         }
         let old = String::from_utf8_lossy(c.old.as_deref().unwrap_or_default());
         let new = String::from_utf8_lossy(c.new.as_deref().unwrap_or_default());
@@ -164,7 +172,8 @@ pub fn unified(changes: &[FileChange]) -> String {
             continue;
         }
         let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
-        let _ = write!(out, "{}", diff.unified_diff().context_radius(3).header(&a, &b));
+        let text = diff.unified_diff().context_radius(3).header(&a, &b).to_string();
+        out.push_str(&crate::display::escape(&text));
     }
     out
 }
@@ -175,7 +184,7 @@ pub fn stat(changes: &[FileChange]) -> String {
     let (mut adds, mut dels) = (0, 0);
     for c in changes {
         if c.binary {
-            let _ = writeln!(out, " {} | Bin", c.path);
+            let _ = writeln!(out, " {} | Bin", crate::display::escape_line(&c.path));
             continue;
         }
         let old = String::from_utf8_lossy(c.old.as_deref().unwrap_or_default()).into_owned();
@@ -191,7 +200,7 @@ pub fn stat(changes: &[FileChange]) -> String {
         }
         adds += a;
         dels += d;
-        let _ = writeln!(out, " {} | {} {}{}", c.path, a + d, "+".repeat(a.min(40)), "-".repeat(d.min(40)));
+        let _ = writeln!(out, " {} | {} {}{}", crate::display::escape_line(&c.path), a + d, "+".repeat(a.min(40)), "-".repeat(d.min(40)));
     }
     let _ = writeln!(out, " {} file{} changed, {adds} insertion(s)(+), {dels} deletion(s)(-)", changes.len(), if changes.len() == 1 { "" } else { "s" });
     out

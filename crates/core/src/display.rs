@@ -1,0 +1,48 @@
+//! Agent-controlled text made safe for a human's terminal or editor: control characters
+//! (C0 but `\n` and `\t`, DEL, C1) and bidirectional formatting characters become visible
+//! escapes (`\x1b`, `\u{202e}`), so an agent cannot hide a line, rewrite the screen or set
+//! the clipboard (OSC 52) through a summary, a path, an error or file content.
+
+use std::borrow::Cow;
+
+/// Is `c` shown as an escape?
+fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every hidden character escaped (unchanged text is borrowed).
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !hidden(c) => out.push(c),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line for a one-line field (a summary, a task): newlines escaped too.
+pub fn escape_line(text: &str) -> String {
+    escape(text).replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(escape("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(escape("\u{1b}[2K\u{1b}]52;c;aGk=\u{7}"), "\\x1b[2K\\x1b]52;c;aGk=\\x07");
+        assert_eq!(escape("a\0b\r\n"), "a\\0b\\r\n");
+        assert_eq!(escape("x\u{202e}y\u{9b}"), "x\\u{202e}y\\u{9b}");
+        assert_eq!(escape_line("a\nb"), "a\\nb");
+    }
+}
