@@ -2,7 +2,7 @@
 //! through [`command::execute`] and renders the output or the error, once. Exit codes: 0 ok,
 //! 1 refused or failed, 2 usage.
 
-use cairn_core::command::{self, Command, Output, Status};
+use cairn_core::command::{self, Command, Output};
 use cairn_core::config;
 use cairn_core::error::{Error, Result};
 use cairn_core::lifecycle::{Priority, Provider, State};
@@ -226,10 +226,6 @@ pub fn render_error(e: &Error) {
     }
 }
 
-fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    outln!("{}", serde_json::to_string_pretty(v)?);
-    Ok(())
-}
 
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
@@ -246,7 +242,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
-            return Ok(render_check(&out, json));
+            return Ok(crate::render::check(&out, json));
         }
         Cmd::Init => (Command::Init, false),
         Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority }, json),
@@ -279,116 +275,16 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     let out = command::execute(&project, cmd)?;
     if json {
         match &out {
-            Output::Agents { agents } => print_json(agents)?,
-            Output::Agent(s) | Output::Status(s) => print_json(s)?,
-            other => print_json(other)?,
+            Output::Agents { agents } => crate::render::print_json(agents)?,
+            Output::Agent(s) | Output::Status(s) => crate::render::print_json(s)?,
+            other => crate::render::print_json(other)?,
         }
         return Ok(match &out {
             Output::Agent(s) if s.state == State::Errored => 1,
             _ => 0,
         });
     }
-    Ok(render(&project, &out))
-}
-
-fn render_check(out: &command::CheckReport, json: bool) -> i32 {
-    if json {
-        let _ = print_json(out);
-    } else if out.ok {
-        outln!("{}: ok", out.file);
-    } else {
-        for d in &out.diagnostics {
-            outln!("{}:{}:{}: {}", out.file, d.line, d.col, d.message);
-        }
-    }
-    if out.ok {
-        0
-    } else {
-        1
-    }
-}
-
-fn age(ms: i64) -> String {
-    let s = (cairn_core::time::now_ms() - ms).max(0) / 1000;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m", s / 60),
-        3600..=86_399 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
-/// The submission's summary, escaped for the terminal (agent-controlled text).
-fn summary(s: &Status) -> String {
-    esc(s.submission.as_ref().and_then(|v| v.get("summary")).and_then(|v| v.as_str()).unwrap_or(""))
-}
-
-/// Agent-controlled text on one line of the terminal: control characters shown, not obeyed.
-fn esc(text: &str) -> String {
-    cairn_core::display::escape_line(text)
-}
-
-fn render(project: &Project, out: &Output) -> i32 {
-    match out {
-        Output::Init(r) => {
-            outln!("indexed {} files and {} directories in {} ({} hashed)", r.files, r.dirs, project.root.display(), r.hashed);
-        }
-        Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {
-            outln!("{}", s.id);
-            errln!("cairn: agent {} errored ({}): {}", s.id, s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(s.error.as_deref().unwrap_or("")));
-            return 1;
-        }
-        Output::Agent(s) if s.state == State::Rejected => outln!("rejected {}", s.id),
-        Output::Agent(s) => outln!("{}", s.id),
-        Output::Status(s) => render_status(s),
-        Output::Agents { agents } => {
-            if agents.is_empty() {
-                outln!("no agents");
-            }
-            for s in agents {
-                let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
-                let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
-                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
-            }
-        }
-        Output::Diff(d) => {
-            let _ = write!(std::io::stdout().lock(), "{}", d.text);
-        }
-        Output::Accepted(r) => {
-            outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
-            if !r.forced.is_empty() {
-                errln!("cairn: warning: --force overwrote changes to {}", esc(&r.forced.join(", ")));
-            }
-        }
-        Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
-        Output::Preview(m) => outln!("{}", m.path.display()),
-        Output::Check(c) => return render_check(c, false),
-        Output::Gc(r) => outln!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
-        Output::Hunks { files, .. } => {
-            for f in files {
-                outln!("{}: {} hunk(s)", esc(&f.path), f.hunks.len());
-            }
-        }
-        Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state),
-    }
-    0
-}
-
-fn render_status(s: &Status) {
-    outln!("agent     {}", s.id);
-    outln!("state     {}", s.state);
-    outln!("task      {}", esc(s.task.lines().next().unwrap_or("")));
-    outln!("provider  {}  priority {}", s.provider, s.priority);
-    outln!("created   {}  changed {}", s.created_at, s.state_changed_at);
-    if !summary(s).is_empty() {
-        outln!("summary   {}", summary(s));
-    }
-    if let Some(e) = &s.error {
-        outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(e));
-    }
-    for c in &s.changes {
-        outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), esc(&c.path));
-    }
+    Ok(crate::render::output(&project, &out))
 }
 
 /// `cairn up`: workers, the watcher and signal polling until SIGINT or SIGTERM.

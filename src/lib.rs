@@ -2,7 +2,7 @@
 //! program, over the engine in [`cairn_core`] (which does none of that).
 //!
 //! - [`cli`]: the `cairn` command line (clap), the one place that resolves `CAIRN_HOME`, the
-//!   configuration layers and the project root from the environment;
+//!   configuration layers and the project root from the environment; `render` shows outputs;
 //! - [`daemon`]: the loop of a long-running process (`cairn up`, the Neovim host): recovery,
 //!   the watcher, signal files and the worker pool;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
@@ -18,6 +18,7 @@ pub mod cli;
 pub mod daemon;
 pub mod host;
 pub mod logging;
+mod render;
 pub mod signals;
 pub mod tmux;
 

@@ -99,11 +99,7 @@ fn hostile_under_up(f: &Fixture, code: &str, timeout: u64) -> (String, String) {
     let hostile = cairn::orchestrator::queue(&p, &format!("{ERR}{code}"), Some(Provider::Inline), Priority::High).unwrap().id;
     let state = |id: &str| p.bin().unwrap().get(id).unwrap().state;
     wait_until(timeout + 60, "hostile agent ended", || matches!(state(&hostile), State::Errored | State::Reviewing));
-    // The run's own clock: from its `executing` event to the event that ended it.
-    let events: Vec<_> = p.bin().unwrap().events_since(0).unwrap().into_iter().filter(|e| e.agent_id == hostile).collect();
-    let began = events.iter().find(|e| e.state == State::Executing).expect("an executing event").ts_ms;
-    let ended = events.iter().filter(|e| e.state != State::Executing && e.ts_ms >= began).map(|e| e.ts_ms).min().expect("an end event");
-    let took = Duration::from_millis((ended - began).max(0) as u64);
+    let took = run_time(&p, &hostile);
     assert!(took < Duration::from_secs(timeout) + Duration::from_secs(1), "the run took {took:?} with timeout_seconds = {timeout}");
     let follower = cairn::orchestrator::queue(&p, "write_file('ok.txt', 'ok')", Some(Provider::Inline), Priority::Normal).unwrap().id;
     wait_until(60, "the following agent reviewing", || state(&follower) == State::Reviewing);

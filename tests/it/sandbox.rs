@@ -111,9 +111,8 @@ fn escape_suite_and_hostile_variants_fail_harmlessly() {
 fn limit_case(config: &str, code: &str, kind: &str, bound: Duration) {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     f.home_config(&format!("[sandbox]\n{config}\n"));
-    let t = Instant::now();
     let s = f.run_inline(code);
-    let elapsed = t.elapsed();
+    let elapsed = run_time(&f.project(), &s.id);
     assert_eq!(s.state, State::Errored, "{code}: {:?}", s.result);
     assert_eq!(s.error_kind.map(|k| k.as_str()), Some(kind), "{code}: {:?}", s.error);
     assert!(elapsed < bound + Duration::from_secs(1), "{code}: ended after {elapsed:?}, bound {bound:?}");

@@ -212,3 +212,13 @@ impl Drop for Up {
         self.kill9();
     }
 }
+
+/// How long agent `id` was executing, by the run's own clock: from its `executing` event to
+/// the event that ended it (test-side timing would count process start-up under load).
+pub fn run_time(p: &cairn::project::Project, id: &str) -> Duration {
+    use cairn::lifecycle::State;
+    let events: Vec<_> = p.bin().unwrap().events_since(0).unwrap().into_iter().filter(|e| e.agent_id == id).collect();
+    let began = events.iter().find(|e| e.state == State::Executing).expect("an executing event").ts_ms;
+    let ended = events.iter().filter(|e| e.state != State::Executing && e.ts_ms >= began).map(|e| e.ts_ms).min().expect("an end event");
+    Duration::from_millis((ended - began).max(0) as u64)
+}

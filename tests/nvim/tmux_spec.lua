@@ -82,12 +82,14 @@ end)
 H.test(':CairnPreview opens a pane on the workspace at the same file and line; the next reuses it', function()
   send(':3')
   send(':CairnPreview')
+  -- tmux learns a new pane's working directory a moment after creating it: wait for both.
+  local id, path
   H.wait(10000, function()
-    local panes = tmux({ 'list-panes', '-t', 'cairn:0', '-F', '#{pane_id}' })
-    return #vim.split(panes, '\n') == 2
-  end, 'a second pane')
-  local panes = vim.split(tmux({ 'list-panes', '-t', 'cairn:0', '-F', '#{pane_id} #{pane_current_path}' }), '\n')
-  local id, path = panes[2]:match('^(%S+) (.+)$')
+    local panes = vim.split(tmux({ 'list-panes', '-t', 'cairn:0', '-F', '#{pane_id} #{pane_current_path}' }), '\n')
+    if #panes ~= 2 then return false end
+    id, path = panes[2]:match('^(%S+) (.+)$')
+    return path ~= nil
+  end, 'a second pane with its working directory')
   H.ok(path:find(home .. '/workspaces/', 1, true), 'pane cwd is the workspace: ' .. path)
   H.wait(10000, function() return screen(id):find('zero') ~= nil end, 'preview nvim shows the agent\'s version')
   H.wait(5000, function() return screen(id):find('3,1') ~= nil end, 'preview at line 3: ' .. screen(id))

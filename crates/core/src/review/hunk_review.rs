@@ -4,7 +4,8 @@
 
 use super::accept::check_writable;
 use super::diff::{changes, ChangeKind, FileChange};
-use super::hunks::{apply_hunk, hunks_between, Hunk};
+use super::hunks::{accept_hunk as accept_hunk_bytes, drop_hunk, hunks_between, Hunk};
+use crate::store::bin::JournalEntry;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
@@ -26,8 +27,14 @@ pub struct FileHunks {
     pub file_conflict: Option<String>,
 }
 
-fn text(bytes: Option<&[u8]>) -> String {
-    String::from_utf8_lossy(bytes.unwrap_or_default()).into_owned()
+/// Text files have hunks; a file with a NUL byte is reviewed whole (non-UTF-8 text, such as
+/// Latin-1, has hunks: the math is on bytes).
+fn has_hunks(c: &FileChange) -> bool {
+    !c.old.as_deref().unwrap_or_default().contains(&0) && !c.new.as_deref().unwrap_or_default().contains(&0)
+}
+
+fn bytes(b: &Option<Vec<u8>>) -> &[u8] {
+    b.as_deref().unwrap_or_default()
 }
 
 /// The hunks of every text file agent `id` changes: its change rebased onto the project as it
@@ -35,9 +42,9 @@ fn text(bytes: Option<&[u8]>) -> String {
 pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
     Ok(changes(project, id)?
         .into_iter()
-        .filter(|c| !c.binary)
+        .filter(has_hunks)
         .map(|c| FileHunks {
-            hunks: hunks_between(&text(c.old.as_deref()), &text(c.new.as_deref())),
+            hunks: hunks_between(bytes(&c.old), bytes(&c.new)),
             path: c.path,
             kind: c.kind,
             conflicts: c.conflicts,
@@ -57,9 +64,9 @@ pub struct HunkReport {
     pub state: State,
 }
 
-/// The reviewing agent's change of `path` holding `hunk`: its overlay, the current text and
-/// the proposed (rebased) text.
-fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Overlay, FileChange, String, String)> {
+/// The reviewing agent's change of `path` holding `hunk`: its overlay and the change (current
+/// bytes in `old`, the rebased proposal in `new`).
+fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Overlay, FileChange)> {
     let rec = project.bin()?.get(id)?;
     if rec.state != State::Reviewing || rec.accept_pending {
         return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "review a hunk".into() });
@@ -68,14 +75,13 @@ fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Ov
     let Some(change) = changes(project, id)?.into_iter().find(|c| c.path == path) else {
         return Err(Error::Hunk(format!("agent {id} proposes no change to {path}")));
     };
-    if change.binary || change.new.is_none() {
+    if !has_hunks(&change) || change.new.is_none() {
         return Err(Error::Hunk(format!("{path} is not a text change: accept or reject the whole agent")));
     }
-    let (old, new) = (text(change.old.as_deref()), text(change.new.as_deref()));
-    if !hunks_between(&old, &new).contains(hunk) {
+    if !hunks_between(bytes(&change.old), bytes(&change.new)).contains(hunk) {
         return Err(Error::Hunk(format!("that hunk of {path} is no longer part of agent {id}'s proposal; :CairnRefresh (or `cairn diff {id}`) shows the current ones")));
     }
-    Ok((overlay, change, old, new))
+    Ok((overlay, change))
 }
 
 /// Does `hunk` touch a conflicting range (an insertion touches the line it is inserted at)?
@@ -84,14 +90,15 @@ fn in_conflict(change: &FileChange, hunk: &Hunk) -> bool {
     change.file_conflict.is_some() || change.conflicts.iter().any(|&(s, e)| start < e.max(s + 1) && s < end)
 }
 
-/// Ends the agent when no change is left: accepted if any hunk landed, else rejected.
-fn settle(project: &Project, id: &str, overlay: Overlay, any_accepted: bool) -> Result<State> {
+/// Ends the agent when no change is left: accepted if anything landed (its journal holds
+/// every hunk that did, for undo), else rejected.
+fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
     if !changes(project, id)?.is_empty() {
         return Ok(State::Reviewing);
     }
     drop(overlay);
     let mut bin = project.bin()?;
-    let accepted = any_accepted || bin.hunks_accepted(id)? > 0;
+    let accepted = !bin.journal(id)?.is_empty() || bin.hunks_accepted(id)? > 0;
     let to = if accepted { State::Accepted } else { State::Rejected };
     let message = if accepted { "accepted hunk by hunk" } else { "rejected hunk by hunk" };
     bin.transition(id, to, "finish review", TransitionExtra { message: Some(message), ..Default::default() })?;
@@ -101,46 +108,49 @@ fn settle(project: &Project, id: &str, overlay: Overlay, any_accepted: bool) -> 
 
 /// Accepts one hunk of `path` into the project. The hunk is part of the agent's change rebased
 /// onto the file as it is now, so the user's edits elsewhere in the file stay; a hunk that
-/// conflicts with them is refused unless `force`.
+/// conflicts with them is refused unless `force`. Journaled before the write, like a whole
+/// accept: undo gives back the file as it was before the first hunk landed.
 pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
-    let (overlay, change, old, new) = find_hunk(project, id, path, hunk)?;
+    let (overlay, change) = find_hunk(project, id, path, hunk)?;
     if in_conflict(&change, hunk) && !force {
         return Err(Error::Conflict { id: id.to_string(), conflicts: vec![format!("{path} (the hunk at line {})", hunk.old_start + 1)] });
     }
     super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
-    let updated = apply_hunk(&old, hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
+    let updated = accept_hunk_bytes(bytes(&change.old), bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
     let mode = change.old_mode.or(change.new_mode).unwrap_or(0o644) & 0o777;
-    fsx::write_atomic(&project.root, path, updated.as_bytes(), mode)?;
-    crate::sync::record_known(project, &[(path.to_string(), Some(hash_bytes(updated.as_bytes())))])?;
-    if overlay.get(path)?.flatten().is_some_and(|(bytes, _)| bytes == updated.as_bytes()) {
+    let entry = JournalEntry {
+        path: path.to_string(),
+        old: change.old.as_ref().map(|b| (hash_bytes(b), change.old_mode.unwrap_or(0o644))),
+        old_content: change.old.clone(),
+        new: Some((hash_bytes(&updated), mode)),
+    };
+    project.bin()?.journal_hunk(id, &entry)?;
+    fsx::write_atomic(&project.root, path, &updated, mode)?;
+    crate::sync::record_known(project, &[(path.to_string(), Some(hash_bytes(&updated)))])?;
+    if overlay.get(path)?.flatten().is_some_and(|(b, _)| b == updated) {
         overlay.forget(path)?;
     }
-    let remaining = hunks_between(&updated, &new).len();
+    let remaining = hunks_between(&updated, bytes(&change.new)).len();
     project.bin()?.decide_hunk(id, path, true)?;
-    let state = settle(project, id, overlay, true)?;
+    let state = settle(project, id, overlay)?;
     Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state })
 }
 
 /// Drops one hunk from the agent's proposal for `path`; the project is not touched.
 pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
-    let (overlay, change, old, new) = find_hunk(project, id, path, hunk)?;
-    // The proposal without this hunk: every other hunk applied to the current text (from the
-    // bottom up, so earlier line numbers stay valid).
-    let mut kept = old.clone();
-    for h in hunks_between(&old, &new).iter().rev().filter(|h| *h != hunk) {
-        kept = apply_hunk(&kept, h).unwrap_or(kept);
-    }
-    let mode = change.new_mode.unwrap_or(0o644);
+    let (overlay, change) = find_hunk(project, id, path, hunk)?;
+    let old = bytes(&change.old);
+    let kept = drop_hunk(old, bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk not found in {path}")))?;
     if kept == old {
         overlay.forget(path)?;
     } else {
-        overlay.write(path, kept.as_bytes(), mode)?;
+        overlay.write(path, &kept, change.new_mode.unwrap_or(0o644))?;
     }
-    let remaining = hunks_between(&old, &kept).len();
+    let remaining = hunks_between(old, &kept).len();
     project.bin()?.decide_hunk(id, path, false)?;
-    let state = settle(project, id, overlay, false)?;
+    let state = settle(project, id, overlay)?;
     Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state })
 }

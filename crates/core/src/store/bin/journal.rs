@@ -26,22 +26,8 @@ impl Bin {
         if state != State::Reviewing.as_str() || pending != 0 {
             return Err(Error::IllegalTransition { id: id.to_string(), from: state, action: "accept".into() });
         }
-        tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
-        {
-            let mut st = tx.prepare(
-                "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for e in entries {
-                st.execute(params![
-                    id,
-                    e.path,
-                    e.old.map(|o| o.0.to_vec()),
-                    e.old.map(|o| o.1),
-                    e.old_content,
-                    e.new.map(|n| n.0.to_vec()),
-                    e.new.map(|n| n.1)
-                ])?;
-            }
+        for e in entries {
+            upsert(&tx, id, e)?;
         }
         tx.execute("UPDATE agents SET accept_pending = 1 WHERE id = ?1", [id])?;
         tx.commit()?;
@@ -57,6 +43,21 @@ impl Bin {
             params![id, path, old.map(|o| o.0.to_vec()), old.map(|o| o.1), old_content],
         )?;
         Ok(())
+    }
+
+    /// Journals one hunk accept of a reviewing agent before its write (durably): the path's
+    /// first entry keeps the content from before any hunk landed, later ones only move `new`,
+    /// so undo gives back the file as it was before the first hunk.
+    pub fn journal_hunk(&mut self, id: &str, entry: &JournalEntry) -> Result<()> {
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        let result = (|| {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            upsert(&tx, id, entry)?;
+            tx.commit()?;
+            Ok(())
+        })();
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        result
     }
 
     pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
@@ -86,4 +87,15 @@ impl Bin {
         self.get(id)
     }
 
+}
+
+/// Inserts a journal entry, or moves an existing one's `new` (its `old` is what the path held
+/// before the agent's first change landed, hunk or whole).
+fn upsert(tx: &rusqlite::Transaction<'_>, id: &str, e: &JournalEntry) -> Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT(agent_id, path) DO UPDATE SET new_hash = excluded.new_hash, new_mode = excluded.new_mode",
+    )?;
+    st.execute(params![id, e.path, e.old.map(|o| o.0.to_vec()), e.old.map(|o| o.1), e.old_content, e.new.map(|n| n.0.to_vec()), e.new.map(|n| n.1)])?;
+    Ok(())
 }
