@@ -115,6 +115,25 @@ pub enum Cmd {
         /// Agent id (any unique prefix).
         id: String,
     },
+    /// List the hunks of a proposal, numbered per file (conflicts marked).
+    Hunks {
+        /// Agent id (any unique prefix).
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept one hunk (numbered as `cairn hunks` shows them) into the project.
+    AcceptHunk {
+        id: String,
+        path: String,
+        /// 1-based number of the hunk in that file.
+        number: usize,
+        /// Accept it even where it conflicts with your edits (your version is journaled).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Drop one hunk from the proposal; the project is not touched.
+    RejectHunk { id: String, path: String, number: usize },
     /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
     Preview {
         /// Agent id (any unique prefix).
@@ -266,6 +285,17 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             return Ok(0);
         }
         Cmd::Gc => (Command::Gc, false),
+        Cmd::Hunks { id, json } => (Command::Hunks { id }, json),
+        Cmd::AcceptHunk { id, path, number, force } => {
+            let project = open_project(root, home, false)?;
+            let hunk = numbered_hunk(&project, &id, &path, number)?;
+            (Command::AcceptHunk { id, path, hunk, force }, false)
+        }
+        Cmd::RejectHunk { id, path, number } => {
+            let project = open_project(root, home, false)?;
+            let hunk = numbered_hunk(&project, &id, &path, number)?;
+            (Command::RejectHunk { id, path, hunk }, false)
+        }
     };
     let is_init = cmd == Command::Init;
     let project = open_project(root, home, is_init)?;
@@ -285,6 +315,16 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         });
     }
     Ok(crate::render::output(&project, &out))
+}
+
+/// Hunk `number` (1-based) of `path` in agent `id`'s proposal as it is now.
+fn numbered_hunk(project: &Project, id: &str, path: &str, number: usize) -> Result<cairn_core::review::Hunk> {
+    let Output::Hunks { files, .. } = command::execute(project, Command::Hunks { id: id.to_string() })? else {
+        return Err(Error::Internal("hunks: unexpected output".into()));
+    };
+    let file = files.into_iter().find(|f| f.path == path).ok_or_else(|| Error::Hunk(format!("agent {id} proposes no text change to {path}")))?;
+    let count = file.hunks.len();
+    file.hunks.into_iter().nth(number.wrapping_sub(1)).ok_or_else(|| Error::Hunk(format!("{path} has {count} hunk(s); there is no hunk {number}")))
 }
 
 /// `cairn up`: workers, the watcher and signal polling until SIGINT or SIGTERM.

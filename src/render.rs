@@ -94,7 +94,16 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
         Output::Gc(r) => outln!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
         Output::Hunks { files, .. } => {
             for f in files {
-                outln!("{}: {} hunk(s)", esc(&f.path), f.hunks.len());
+                outln!("{}: {} hunk(s){}", esc(&f.path), f.hunks.len(), f.file_conflict.as_ref().map(|w| format!("  CONFLICT: {}", esc(w))).unwrap_or_default());
+                for (i, h) in f.hunks.iter().enumerate() {
+                    outln!("  {}. line {}: -{} +{}{}", i + 1, h.old_start + 1, h.removed.len(), h.added.len(), if f.in_conflict(h) { "  CONFLICT" } else { "" });
+                    for l in &h.removed {
+                        outln!("    -{}", esc(l));
+                    }
+                    for l in &h.added {
+                        outln!("    +{}", esc(l));
+                    }
+                }
             }
         }
         Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state),

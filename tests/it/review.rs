@@ -136,3 +136,82 @@ submit_result('done \x1b]52;c;ZXZpbA==\x07 \x1b[31mred', ['notes.txt', 'run.sh']
     let json = f.cairn(&["status", &s.id, "--json"]).ok().json();
     assert_eq!(json["submission"]["summary"].as_str().unwrap(), "done \u{1b}]52;c;ZXZpbA==\u{7} \u{1b}[31mred");
 }
+
+/// Number of hunks `cairn hunks` lists for `path` while the agent is reviewing.
+fn hunk_count(f: &Fixture, id: &str, path: &str) -> usize {
+    if f.cairn(&["status", id, "--json"]).ok().json()["state"] != "reviewing" {
+        return 0;
+    }
+    let json = f.cairn(&["hunks", id, "--json"]).ok().json();
+    json["files"].as_array().unwrap().iter().find(|x| x["path"] == path).map_or(0, |x| x["hunks"].as_array().unwrap().len())
+}
+
+/// Byte-exact fixtures through hunk accept, hunk reject and undo: CRLF, a lone CR, no final
+/// newline, a BOM, Latin-1.
+#[test]
+fn hunks_round_trip_every_byte() {
+    let cases: &[(&str, &[u8], &str)] = &[
+        ("crlf.txt", b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\n", "write_file(P, read_file(P).replace('two', 'TWO').replace('six', 'SIX'))"),
+        ("lone-cr.txt", b"a\rb\nc\nd\ne\nf\ng\n", "write_file(P, read_file(P).replace('c\\n', 'C\\n').replace('g\\n', 'G\\n'))"),
+        ("no-eol.txt", b"a\nb\nc\nd\ne\nlast", "write_file(P, read_file(P).replace('a\\n', 'A\\n') + ' more')"),
+        ("bom.txt", b"\xef\xbb\xbfhead\nx\ny\nz\nw\nv\n", "write_file(P, read_file(P).replace('x\\n', 'X\\n').replace('v\\n', 'V\\n'))"),
+        ("latin1.txt", b"caf\xe9\nna\xefve\nl3\nl4\nl5\nl6\n", "write_file(P, 'caf\\u00e9\\nnaive\\nl3\\nl4\\nl5\\nL6\\n')"),
+    ];
+    for (path, original, code) in cases {
+        let f = Fixture::new();
+        f.write(path, original);
+        f.init();
+        let code = format!("P = '{path}'\n{code}\n");
+        // Accept every hunk, one by one: the file becomes the agent's bytes exactly.
+        let a = f.run_ok(&code).id;
+        let (agent_bytes, _) = f.project().overlay(&a).unwrap().get(path).unwrap().unwrap().unwrap();
+        assert!(hunk_count(&f, &a, path) >= 1, "{path}: no hunks");
+        while hunk_count(&f, &a, path) > 0 {
+            f.cairn(&["accept-hunk", &a, path, "1"]).ok();
+        }
+        assert_eq!(f.read(path).unwrap(), agent_bytes, "{path}: accepting every hunk");
+        assert_eq!(f.cairn(&["status", &a, "--json"]).ok().json()["state"], "accepted", "{path}");
+        f.cairn(&["undo", &a]).ok();
+        assert_eq!(f.read(path).unwrap(), *original, "{path}: undo after hunk accepts");
+        // Reject every hunk: the file is untouched and the agent ends rejected.
+        let b = f.run_ok(&code).id;
+        while hunk_count(&f, &b, path) > 0 {
+            f.cairn(&["reject-hunk", &b, path, "1"]).ok();
+        }
+        assert_eq!(f.read(path).unwrap(), *original, "{path}: rejecting every hunk");
+        assert_eq!(f.cairn(&["status", &b, "--json"]).ok().json()["state"], "rejected", "{path}");
+    }
+}
+
+/// SIGKILL at random instants of a hunk accept: the file is wholly before or after, and the
+/// next commands finish the review; undo then gives back the exact original bytes.
+#[test]
+fn sigkill_during_hunk_accept_loses_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut killed = 0;
+    for round in 0..50u64 {
+        let f = Fixture::with_files(&[("f.txt", "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\n")]);
+        let id = f.run_ok("write_file('f.txt', read_file('f.txt').replace('b', 'B').replace('g', 'G'))").id;
+        // The user edits the middle meanwhile: it must survive everything below.
+        f.write("f.txt", "a\r\nb\r\nc\r\nd\r\nMINE\r\nf\r\ng\r\nh\r\n");
+        let before = f.read("f.txt").unwrap();
+        let after_one = b"a\r\nB\r\nc\r\nd\r\nMINE\r\nf\r\ng\r\nh\r\n".to_vec();
+        let mut child = f.cmd().args(["accept-hunk", &id, "f.txt", "1"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        // Fault injection, not synchronisation: a kill somewhere in the first ~40 ms.
+        std::thread::sleep(std::time::Duration::from_micros((round * 7919) % 40_000));
+        let _ = child.kill();
+        if child.wait().unwrap().signal() == Some(9) {
+            killed += 1;
+        }
+        let now = f.read("f.txt").unwrap();
+        assert!(now == before || now == after_one, "round {round}: torn file {:?}", String::from_utf8_lossy(&now));
+        while hunk_count(&f, &id, "f.txt") > 0 {
+            f.cairn(&["accept-hunk", &id, "f.txt", "1"]).ok();
+        }
+        assert_eq!(f.read_str("f.txt").unwrap(), "a\r\nB\r\nc\r\nd\r\nMINE\r\nf\r\nG\r\nh\r\n", "round {round}");
+        assert_eq!(f.cairn(&["status", &id, "--json"]).ok().json()["state"], "accepted", "round {round}");
+        f.cairn(&["undo", &id]).ok();
+        assert_eq!(f.read("f.txt").unwrap(), before, "round {round}: undo");
+    }
+    assert!(killed >= 10, "only {killed} kills landed");
+}

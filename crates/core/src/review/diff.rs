@@ -122,7 +122,8 @@ fn rebase(project: &Project, c: &Changed, current: Option<&[u8]>, agent: Option<
         (Some(_), None) => whole("changed in the project since the agent read it; the agent deletes it"),
         (None, None) => (None, Vec::new(), None),
         (Some(cur), Some(theirs)) => {
-            if is_binary(base) || is_binary(cur) || is_binary(theirs) {
+            // Lines are bytes: any text merges (Latin-1 too); only NUL-bearing content doesn't.
+            if [base, cur, theirs.as_slice()].iter().any(|b| b.contains(&0)) {
                 return whole("changed in the project since the agent read it (binary: no line merge)");
             }
             let pieces = merge::merge(base, cur, theirs);

@@ -84,10 +84,22 @@ fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Ov
     Ok((overlay, change))
 }
 
-/// Does `hunk` touch a conflicting range (an insertion touches the line it is inserted at)?
-fn in_conflict(change: &FileChange, hunk: &Hunk) -> bool {
+/// Does `hunk` touch one of the conflicting line ranges (an insertion touches the line it is
+/// inserted at)?
+fn overlaps(conflicts: &[(usize, usize)], hunk: &Hunk) -> bool {
     let (start, end) = (hunk.old_start, hunk.old_start + hunk.removed.len().max(1));
-    change.file_conflict.is_some() || change.conflicts.iter().any(|&(s, e)| start < e.max(s + 1) && s < end)
+    conflicts.iter().any(|&(s, e)| start < e.max(s + 1) && s < end)
+}
+
+fn in_conflict(change: &FileChange, hunk: &Hunk) -> bool {
+    change.file_conflict.is_some() || overlaps(&change.conflicts, hunk)
+}
+
+impl FileHunks {
+    /// Is `hunk` (one of this file's) a conflict with the user's edits?
+    pub fn in_conflict(&self, hunk: &Hunk) -> bool {
+        self.file_conflict.is_some() || overlaps(&self.conflicts, hunk)
+    }
 }
 
 /// Ends the agent when no change is left: accepted if anything landed (its journal holds
