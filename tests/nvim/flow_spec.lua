@@ -206,20 +206,21 @@ H.test('garbage and unknown methods get an error reply; the host keeps serving',
   H.ok(pong and pong.version, 'host still answers')
 end)
 
-H.test('undo restores and reloads', function()
+H.test('undo restores the exact content and reloads the buffer', function()
   local buf = open('src/app.py')
-  local list = require('cairn.rpc').request('list').agents
   local accepted
-  for _, s in ipairs(list) do
-    if s.state == 'accepted' and s.task == 'agents/two.pym' then
+  for _, s in ipairs(require('cairn.rpc').request('list').agents) do
+    if s.state == 'accepted' and s.task == 'agents/del.pym' then
       accepted = s.id
     end
   end
-  H.ok(accepted, 'an accepted agent')
-  -- The two-hunk agent's change to other.py is still as accepted: undo may proceed for it.
-  local r, err = require('cairn.rpc').request('undo', { id = accepted })
-  H.ok(r or (err and err.code == 'edited_since_accept'), vim.inspect(err))
-  H.ok(buf > 0)
+  H.ok(accepted, 'the accepted del.pym agent')
+  H.ok(not H.read(root .. '/src/app.py'):find('c = 3'), 'its change is on disk')
+  require('cairn').undo(accepted)
+  local before = 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 600\ng = 7\n'
+  H.eq(H.read(root .. '/src/app.py'), before, 'disk restored byte for byte')
+  H.wait(3000, function() return vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'c = 3' end, 'buffer reloaded')
+  H.eq(vim.bo[buf].modified, false, 'buffer not modified')
 end)
 
 H.finish()
