@@ -41,11 +41,46 @@ struct Handler {
     state: Arc<Mutex<HostState>>,
     /// Wakes the poller to push ghost text now rather than at its next tick.
     refresh: Arc<tokio::sync::Notify>,
+    ready: Arc<Ready>,
+}
+
+/// The first index of a project runs in the background: the host answers `ping` at once, and
+/// requests that need the index wait for it (on their blocking thread, never in Neovim).
+#[derive(Default)]
+struct Ready {
+    /// `None` while indexing; then what to tell the user (once), or an empty string.
+    done: Mutex<Option<String>>,
+    cv: std::sync::Condvar,
+}
+
+impl Ready {
+    fn set(&self, notice: String) {
+        if let Ok(mut d) = self.done.lock() {
+            *d = Some(notice);
+        }
+        self.cv.notify_all();
+    }
+    fn is_ready(&self) -> bool {
+        self.done.lock().map(|d| d.is_some()).unwrap_or(true)
+    }
+    /// Waits until the index exists.
+    fn wait(&self) {
+        let Ok(mut d) = self.done.lock() else { return };
+        while d.is_none() {
+            match self.cv.wait(d) {
+                Ok(g) => d = g,
+                Err(_) => return,
+            }
+        }
+    }
+    /// The notice of a finished first index, once.
+    fn take_notice(&self) -> Option<String> {
+        self.done.lock().ok().and_then(|mut d| d.as_mut().map(std::mem::take)).filter(|n| !n.is_empty())
+    }
 }
 
 /// Runs the host on stdin/stdout until Neovim closes the channel or sends SIGTERM.
 pub fn run(project: Project) -> Result<()> {
-    project.ensure_initialized().or_else(|_| cairn_core::sync::init(&project).map(|_| ()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -61,13 +96,30 @@ async fn serve(project: Project) -> Result<()> {
     // First of all: from here on SIGTERM means "exit cleanly".
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| Error::io("SIGTERM handler", e))?;
     let project = Arc::new(project);
-    let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default() };
+    let ready = Arc::new(Ready::default());
+    if project.ensure_initialized().is_ok() {
+        ready.set(String::new());
+    }
+    let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default(), ready: Arc::clone(&ready) };
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler.clone()).await.map_err(|e| Error::Rpc(e.to_string()))?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let services = {
         let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));
         std::thread::spawn(move || {
+            if !ready.is_ready() {
+                let started = std::time::Instant::now();
+                match cairn_core::sync::init(&project) {
+                    // Only a first index the user may have waited for is worth a message.
+                    Ok(r) if started.elapsed() >= Duration::from_secs(1) => ready.set(format!("indexed {} files in {:.1} s", r.files, started.elapsed().as_secs_f64())),
+                    Ok(_) => ready.set(String::new()),
+                    Err(e) => {
+                        tracing::error!("first index failed: {e}");
+                        ready.set(format!("the first index failed: {e}"));
+                        return;
+                    }
+                }
+            }
             if let Err(e) = crate::daemon::services(&project, &stop, &|line| tracing::warn!("{line}")) {
                 tracing::error!("services stopped: {e}");
             }
@@ -99,6 +151,13 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
             let project = Arc::clone(&h.project);
             tokio::task::spawn_blocking(move || project.bin().and_then(|b| b.events_since(last))).await
         };
+        if let Some(notice) = h.ready.take_notice() {
+            let _ = nvim.exec_lua("require('cairn.notify').notify(...)", vec![Value::from(notice)]).await;
+        }
+        if !h.ready.is_ready() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
         let mut ghost_dirty = shown.is_none();
         if let Ok(Ok(events)) = events {
             for ev in events {
@@ -238,8 +297,11 @@ impl Handler {
             let v = args.0.get("hunk").cloned().ok_or_else(|| rpc_error("bad_args", "missing argument 'hunk'".into()))?;
             serde_json::from_value(v).map_err(|e| rpc_error("bad_args", format!("bad hunk: {e}")))
         };
+        if !matches!(method, "ping" | "health") {
+            self.ready.wait();
+        }
         Ok(match method {
-            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "ui": project.config.ui })),
+            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "ui": project.config.ui, "indexing": !self.ready.is_ready() })),
             "queue" => {
                 let task = args.required("task")?;
                 let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -354,12 +416,9 @@ fn error_value(e: &Error) -> serde_json::Value {
     serde_json::json!({ "ok": false, "error": { "code": e.code(), "message": e.to_string(), "hint": e.hint() } })
 }
 
-#[async_trait]
-impl nvim_rs::Handler for Handler {
-    type Writer = Writer;
-
-    async fn handle_request(&self, name: String, args: Vec<Value>, _nvim: Neovim<Writer>) -> std::result::Result<Value, Value> {
-        let args = Args::parse(&args)?;
+impl Handler {
+    /// Runs one request on a blocking thread; the reply `{ok, result}` or `{ok = false, error}`.
+    async fn respond(&self, name: String, args: Args) -> std::result::Result<Value, Value> {
         let this = self.clone();
         let method = name.clone();
         let outcome = tokio::task::spawn_blocking(move || this.dispatch(&method, &args))
@@ -377,11 +436,42 @@ impl nvim_rs::Handler for Handler {
         };
         Ok(to_value(&reply))
     }
+}
 
-    async fn handle_notify(&self, name: String, _args: Vec<Value>, _nvim: Neovim<Writer>) {
-        // Notifications are handled one at a time: never call back into Neovim from here.
-        if name == "refresh" {
-            self.refresh.notify_one();
+#[async_trait]
+impl nvim_rs::Handler for Handler {
+    type Writer = Writer;
+
+    async fn handle_request(&self, name: String, args: Vec<Value>, _nvim: Neovim<Writer>) -> std::result::Result<Value, Value> {
+        let args = Args::parse(&args)?;
+        self.respond(name, args).await
+    }
+
+    /// `refresh` recomputes the ghost text now. `call` is the asynchronous request of the
+    /// plugin: `{seq, method, args}`, answered later with `require('cairn.rpc')._reply(seq,
+    /// reply)`, so Neovim never waits for a slow command.
+    async fn handle_notify(&self, name: String, args: Vec<Value>, nvim: Neovim<Writer>) {
+        match name.as_str() {
+            "refresh" => self.refresh.notify_one(),
+            "call" => {
+                // Notifications are handled one at a time, and calling back into Neovim from
+                // here would wait on this very loop: the work goes to its own task.
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let call = from_value(args.first().unwrap_or(&Value::Nil));
+                    let seq = call.get("seq").and_then(|s| s.as_i64()).unwrap_or(0);
+                    let method = call.get("method").and_then(|m| m.as_str()).unwrap_or("").to_string();
+                    let args = Args(call.get("args").and_then(|a| a.as_object()).cloned().unwrap_or_default());
+                    let reply = match this.respond(method, args).await {
+                        Ok(v) => v,
+                        Err(e) => to_value(&serde_json::json!({ "ok": false, "error": { "code": "rpc", "message": from_value(&e).to_string() } })),
+                    };
+                    if let Err(e) = nvim.exec_lua("require('cairn.rpc')._reply(...)", vec![Value::from(seq), reply]).await {
+                        tracing::warn!("reply {seq}: {e}");
+                    }
+                });
+            }
+            _ => {}
         }
     }
 }

@@ -12,46 +12,47 @@ function M.setup(opts)
 end
 
 --- `:CairnQueue[!] {task}`: a .pym path runs that script; other text asks the configured LLM.
-function M.queue(task, high)
+function M.queue(task, high, on_done)
   task = vim.trim(task or '')
   if task == '' then
     notify.error('CairnQueue needs a task: a .pym path or a description')
     return nil
   end
   -- The host reports the new agent (and each later state) through on_event.
-  return rpc.call('queue', { task = task, high = high and true or false })
+  rpc.call('queue', { task = task, high = high and true or false }, on_done)
 end
 
-function M.accept(id)
-  return require('cairn.review').accept(id)
+-- Every action below is asynchronous: the optional `on_done(result)` runs when it is done.
+
+function M.accept(id, on_done)
+  require('cairn.review').accept(id, on_done)
 end
 
-function M.reject(id)
-  return require('cairn.review').reject(id)
+function M.reject(id, on_done)
+  require('cairn.review').reject(id, on_done)
 end
 
-function M.undo(id)
-  return require('cairn.review').undo(id)
+function M.undo(id, on_done)
+  require('cairn.review').undo(id, on_done)
 end
 
-function M.accept_hunk()
-  return require('cairn.review').accept_hunk()
+function M.accept_hunk(on_done)
+  require('cairn.review').accept_hunk(on_done)
 end
 
-function M.reject_hunk()
-  return require('cairn.review').reject_hunk()
+function M.reject_hunk(on_done)
+  require('cairn.review').reject_hunk(on_done)
 end
 
-function M.preview(id)
-  return require('cairn.preview').open(id)
+function M.preview(id, on_done)
+  require('cairn.preview').open(id, on_done)
 end
 
-function M.select(id)
-  local r = rpc.call('select', { id = id })
-  if r then
+function M.select(id, on_done)
+  rpc.call('select', { id = id }, function(r)
     notify.notify('showing agent ' .. r.id)
-  end
-  return r
+    if on_done then on_done(r) end
+  end)
 end
 
 local function describe(s)
@@ -62,11 +63,12 @@ end
 
 --- `:CairnListTasks`: every agent with its state; choosing one selects it.
 function M.list()
-  local agents = rpc.call('list')
-  if not agents then
-    return
-  end
-  local items = agents.agents or {}
+  rpc.call('list', nil, function(agents)
+    M._choose(agents.agents or {})
+  end)
+end
+
+function M._choose(items)
   if #items == 0 then
     notify.notify('no agents')
     return
@@ -78,22 +80,20 @@ function M.list()
   end)
 end
 
-function M.status(id)
-  local s = rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict())
-  if s then
+function M.status(id, on_done)
+  rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict(), function(s)
     local lines = { describe(s) }
     for _, c in ipairs(s.changes or {}) do
       table.insert(lines, string.format('  %-9s %s', c.kind, c.path))
     end
     notify.notify(table.concat(lines, '\n'))
-  end
-  return s
+    if on_done then on_done(s) end
+  end)
 end
 
 --- `:CairnDiff`: the unified diff in a scratch buffer.
-function M.diff(id)
-  local d = rpc.call('diff', (id and id ~= '') and { id = id } or vim.empty_dict())
-  if d then
+function M.diff(id, on_done)
+  rpc.call('diff', (id and id ~= '') and { id = id } or vim.empty_dict(), function(d)
     vim.cmd('tabnew')
     local buf = vim.api.nvim_get_current_buf()
     vim.bo[buf].buftype = 'nofile'
@@ -102,8 +102,8 @@ function M.diff(id)
     vim.bo[buf].filetype = 'diff'
     vim.bo[buf].modifiable = false
     pcall(vim.api.nvim_buf_set_name, buf, 'cairn://diff/' .. d.id)
-  end
-  return d
+    if on_done then on_done(d) end
+  end)
 end
 
 --- Completion of agent ids.

@@ -5,15 +5,18 @@ local notify = require('cairn.notify')
 
 local M = {}
 
-function M.open(id)
+function M.open(id, on_done)
   local args = { file = vim.fn.expand('%:p'), line = vim.api.nvim_win_get_cursor(0)[1], editor = vim.v.progpath }
   if id and id ~= '' then
     args.id = id
   end
-  local r = rpc.call('preview', args)
-  if not r then
-    return nil
-  end
+  rpc.call('preview', args, function(r)
+    M.show(r)
+    if on_done then on_done(r) end
+  end)
+end
+
+function M.show(r)
   if r.pane and r.pane ~= vim.NIL then
     notify.notify('preview of ' .. r.id .. ' in tmux pane ' .. r.pane)
   else

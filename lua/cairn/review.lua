@@ -34,55 +34,53 @@ local function id_arg(id)
   return { id = id }
 end
 
-function M.accept(id)
-  local r = rpc.call('accept', id_arg(id))
-  if r then
+--- Each action is asynchronous: `on_done(result)` runs once the host has done it.
+function M.accept(id, on_done)
+  rpc.call('accept', id_arg(id), function(r)
     M.reload(vim.list_extend(vim.list_extend({}, r.written or {}), r.deleted or {}))
     notify.notify(string.format('accepted %s: %d written, %d deleted', r.id, #(r.written or {}), #(r.deleted or {})))
-  end
-  return r
+    if on_done then on_done(r) end
+  end)
 end
 
-function M.reject(id)
-  local r = rpc.call('reject', id_arg(id))
-  if r then
+function M.reject(id, on_done)
+  rpc.call('reject', id_arg(id), function(r)
     notify.notify('rejected ' .. r.id)
-  end
-  return r
+    if on_done then on_done(r) end
+  end)
 end
 
-function M.undo(id)
-  local r = rpc.call('undo', { id = id })
-  if r then
+function M.undo(id, on_done)
+  rpc.call('undo', { id = id }, function(r)
     M.reload(vim.list_extend(vim.list_extend({}, r.restored or {}), r.removed or {}))
     notify.notify('undone ' .. r.id)
-  end
-  return r
+    if on_done then on_done(r) end
+  end)
 end
 
-local function hunk_action(method)
+--- Acts on the hunk under the cursor (on its lines or its ghost lines); elsewhere it says so.
+local function hunk_action(method, on_done)
   local buf = vim.api.nvim_get_current_buf()
   local found = ghost.hunk_at_cursor(buf)
   if not found or not ghost.payload then
-    notify.warn('no cairn hunk in this buffer')
-    return nil
+    notify.warn('the cursor is not on a cairn hunk (:CairnNextHunk / :CairnPrevHunk move to one)')
+    return
   end
-  local r = rpc.call(method, { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk })
-  if r then
+  rpc.call(method, { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk }, function(r)
     if method == 'accept_hunk' then
       M.reload({ found.path })
     end
     notify.notify(string.format('%s a hunk of %s (%d left)', method == 'accept_hunk' and 'accepted' or 'rejected', found.path, r.remaining))
-  end
-  return r
+    if on_done then on_done(r) end
+  end)
 end
 
-function M.accept_hunk()
-  return hunk_action('accept_hunk')
+function M.accept_hunk(on_done)
+  hunk_action('accept_hunk', on_done)
 end
 
-function M.reject_hunk()
-  return hunk_action('reject_hunk')
+function M.reject_hunk(on_done)
+  hunk_action('reject_hunk', on_done)
 end
 
 return M

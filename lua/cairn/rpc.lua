@@ -1,5 +1,10 @@
 --- The only module that knows the Rust process: finds the binary, starts `cairn nvim` with
 --- jobstart({rpc = true}) on first use, sends requests, stops it on exit.
+---
+--- Requests are asynchronous (`call`): a `call` notification carries a sequence number, and
+--- the host answers later with `_reply(seq, reply)`, so the editor never waits for the host.
+--- `request` (a blocking rpcrequest) is kept for what must answer inline and is instant:
+--- completion and :checkhealth.
 local config = require('cairn.config')
 local notify = require('cairn.notify')
 
@@ -7,6 +12,19 @@ local M = {}
 
 ---@type integer?
 M.chan = nil
+
+--- Callbacks of calls in flight, by sequence number.
+local pending = {}
+local seq = 0
+
+--- Ends every call in flight with `err` (the host went away).
+local function fail_pending(err)
+  local cbs = pending
+  pending = {}
+  for _, cb in pairs(cbs) do
+    vim.schedule(function() cb(nil, err) end)
+  end
+end
 
 local function plugin_root()
   local src = debug.getinfo(1, 'S').source:sub(2)
@@ -65,6 +83,7 @@ function M.start()
     cwd = root,
     on_exit = function(_, code)
       M.chan = nil
+      fail_pending({ code = 'no_host', message = 'the cairn host exited (' .. code .. ')' })
       if code ~= 0 and code ~= 143 and not vim.v.exiting then
         notify.error('the cairn host exited (' .. code .. '); see $CAIRN_HOME/logs/cairn.log')
       end
@@ -76,11 +95,13 @@ function M.start()
   end
   M.chan = chan
   M.root = root
-  -- config.toml's [ui] keys apply where setup() did not say otherwise.
-  local ok_ping, reply = pcall(vim.rpcrequest, chan, 'ping', vim.empty_dict())
-  if ok_ping and type(reply) == 'table' and reply.ok then
-    config.apply_ui(reply.result.ui)
-  end
+  -- config.toml's [ui] keys apply where setup() did not say otherwise. The host answers
+  -- ping before it has indexed a new project; the index runs in the background.
+  M.call_async('ping', nil, function(result)
+    if result then
+      config.apply_ui(result.ui)
+    end
+  end)
   vim.api.nvim_create_autocmd('VimLeavePre', {
     group = vim.api.nvim_create_augroup('cairn_rpc', {}),
     callback = M.stop,
@@ -118,13 +139,54 @@ function M.request(method, args)
   return nil, reply.error
 end
 
---- Like request, but tells the user about an error.
-function M.call(method, args)
-  local result, err = M.request(method, args)
-  if err then
-    notify.host_error(err)
+--- Sends a request without waiting: `cb(result, err)` runs later on the main loop, with the
+--- result or the error `{code, message, hint}`.
+---@param method string
+---@param args table?
+---@param cb fun(result: any, err: table?)
+function M.call_async(method, args, cb)
+  local chan = M.start()
+  if not chan then
+    cb(nil, { code = 'no_host', message = 'the cairn host is not running' })
+    return
   end
-  return result, err
+  seq = seq + 1
+  pending[seq] = cb
+  local ok, err = pcall(vim.rpcnotify, chan, 'call', { seq = seq, method = method, args = args or vim.empty_dict() })
+  if not ok then
+    pending[seq] = nil
+    cb(nil, { code = 'rpc', message = tostring(err) })
+  end
+end
+
+--- Called by the host with the reply to call `s`.
+function M._reply(s, reply)
+  local cb = pending[s]
+  pending[s] = nil
+  if not cb then
+    return
+  end
+  vim.schedule(function()
+    if type(reply) ~= 'table' then
+      cb(nil, { code = 'rpc', message = 'malformed reply: ' .. vim.inspect(reply) })
+    elseif reply.ok then
+      cb(reply.result, nil)
+    else
+      cb(nil, reply.error)
+    end
+  end)
+end
+
+--- Like call_async, but tells the user about an error; `on_done(result)` runs on success.
+---@param on_done fun(result: any)?
+function M.call(method, args, on_done)
+  M.call_async(method, args, function(result, err)
+    if err then
+      notify.host_error(err)
+    elseif on_done then
+      on_done(result)
+    end
+  end)
 end
 
 return M

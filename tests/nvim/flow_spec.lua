@@ -49,7 +49,7 @@ H.test('preview outside tmux opens the workspace file in a new tab with a notice
   local messages = {}
   local orig = vim.notify
   vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  require('cairn').preview('')
+  H.run(10000, function(d) require('cairn').preview('', d) end, 'preview')
   vim.notify = orig
   H.eq(#vim.api.nvim_list_tabpages(), tabs + 1, 'a new tab')
   local name = vim.api.nvim_buf_get_name(0)
@@ -63,7 +63,7 @@ end)
 H.test('accept one hunk of two keeps the other shown and correct', function()
   local buf = open('src/app.py')
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
-  require('cairn').accept_hunk()
+  H.run(5000, function(d) require('cairn').accept_hunk(d) end, 'hunk accepted')
   H.eq(H.read(root .. '/src/app.py'), 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n', 'disk after one hunk')
   H.wait(3000, function() return H.hunks(buf) == 1 end, 'one hunk left')
   H.eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], 'a = 100', 'buffer reloaded')
@@ -74,7 +74,7 @@ end)
 H.test('accept writes disk, reloads without prompt, clears ghost', function()
   local buf = open('src/app.py')
   local other = vim.fn.bufnr(root .. '/src/other.py')
-  require('cairn').accept('')
+  H.run(5000, function(d) require('cairn').accept('', d) end, 'accepted')
   H.eq(H.read(root .. '/src/app.py'), 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 600\ng = 7\n', 'disk after accept')
   H.eq(vim.api.nvim_buf_get_lines(buf, 5, -1, false), { 'f = 600', 'g = 7' }, 'buffer reloaded')
   H.eq(vim.bo[buf].modified, false, 'buffer not modified')
@@ -86,7 +86,7 @@ H.test('reject clears ghost and leaves disk alone', function()
   local before = H.read(root .. '/src/app.py')
   require('cairn').queue('agents/del.pym', true)
   H.wait(10000, function() return H.hunks(buf) == 1 end, 'ghost of the delete')
-  require('cairn').reject('')
+  H.run(5000, function(d) require('cairn').reject('', d) end, 'rejected')
   H.wait(3000, function() return #H.marks(buf) == 0 end, 'ghost cleared')
   H.eq(H.read(root .. '/src/app.py'), before, 'disk unchanged')
 end)
@@ -101,7 +101,7 @@ H.test('an agent run from the CLI shows up live; a modified buffer is not reload
   local messages = {}
   local orig = vim.notify
   vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  require('cairn').accept('')
+  H.run(5000, function(d) require('cairn').accept('', d) end, 'accepted')
   vim.notify = orig
   H.eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], '# my unsaved edit', 'edits kept')
   H.ok(table.concat(messages, '\n'):find('unsaved edits'), 'warned: ' .. table.concat(messages, ' | '))
@@ -113,10 +113,11 @@ H.test(':CairnQueue with a task in words and no LLM configured says so', functio
   local messages = {}
   local orig = vim.notify
   vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  local r = require('cairn').queue('add docstrings to utils.py', false)
+  local queued = false
+  require('cairn').queue('add docstrings to utils.py', false, function() queued = true end)
+  H.wait(5000, function() return table.concat(messages, '\n'):find('no LLM is configured') ~= nil end, 'the no-LLM message: ' .. table.concat(messages, ' | '))
   vim.notify = orig
-  H.eq(r, nil, 'nothing queued')
-  H.ok(table.concat(messages, '\n'):find('no LLM is configured'), table.concat(messages, ' | '))
+  H.eq(queued, false, 'nothing queued')
 end)
 
 H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnListTasks switch', function()
@@ -139,16 +140,18 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
     end
   end
   vim.cmd('CairnListTasks')
+  H.wait(5000, function() return shown ~= nil end, 'the agent list')
   vim.ui.select = orig
   H.ok(shown and #shown >= 2 and table.concat(shown, '\n'):find(first, 1, true), vim.inspect(shown))
   H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'second version') end, 'chosen from the list')
   vim.cmd('CairnDiff')
+  H.wait(5000, function() return vim.bo.filetype == 'diff' end, 'the diff tab')
   H.ok(vim.bo.filetype == 'diff' and table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n'):find('+second version', 1, true), 'diff tab')
   vim.cmd('tabclose')
-  local st = require('cairn').status(first)
+  local st = H.run(5000, function(d) require('cairn').status(first, d) end, 'status')
   H.eq(st.state, 'reviewing', 'status')
-  require('cairn').reject(first)
-  require('cairn').reject(second)
+  H.run(5000, function(d) require('cairn').reject(first, d) end, 'rejected first')
+  H.run(5000, function(d) require('cairn').reject(second, d) end, 'rejected second')
   H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
 end)
 
@@ -216,7 +219,7 @@ H.test('undo restores the exact content and reloads the buffer', function()
   end
   H.ok(accepted, 'the accepted del.pym agent')
   H.ok(not H.read(root .. '/src/app.py'):find('c = 3'), 'its change is on disk')
-  require('cairn').undo(accepted)
+  H.run(5000, function(d) require('cairn').undo(accepted, d) end, 'undone')
   local before = 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 600\ng = 7\n'
   H.eq(H.read(root .. '/src/app.py'), before, 'disk restored byte for byte')
   H.wait(3000, function() return vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'c = 3' end, 'buffer reloaded')

@@ -57,6 +57,17 @@ function H.wait(ms, cond, what)
   end
 end
 
+--- Runs an asynchronous plugin action `f(done)` and waits for its callback; returns what
+--- the action passed to it.
+function H.run(ms, f, what)
+  local done, result = false, nil
+  f(function(r)
+    done, result = true, r
+  end)
+  H.wait(ms, function() return done end, what)
+  return result
+end
+
 --- Ghost text marks in `buf`: {row, details}.
 function H.marks(buf)
   local out = {}
