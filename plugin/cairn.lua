@@ -22,8 +22,11 @@ cmd('CairnSelect', function(o) cairn().select(o.args) end, { nargs = 1, complete
 cmd('CairnStatus', function(o) cairn().status(o.args) end, { nargs = '?', complete = ids, desc = 'Show an agent' })
 cmd('CairnDiff', function(o) cairn().diff(o.args) end, { nargs = '?', complete = ids, desc = "Show an agent's diff" })
 cmd('CairnUndo', function(o) cairn().undo(o.args) end, { nargs = 1, complete = ids, desc = 'Undo an accept' })
-cmd('CairnAcceptHunk', function() cairn().accept_hunk() end, { desc = 'Accept the hunk under the cursor' })
+cmd('CairnAcceptHunk', function(o) cairn().accept_hunk(nil, o.bang) end, { bang = true, desc = 'Accept the hunk under the cursor (! = even where it conflicts with your edit)' })
 cmd('CairnRejectHunk', function() cairn().reject_hunk() end, { desc = 'Reject the hunk under the cursor' })
+cmd('CairnNextHunk', function() cairn().next_hunk() end, { desc = 'Go to the next cairn hunk' })
+cmd('CairnPrevHunk', function() cairn().prev_hunk() end, { desc = 'Go to the previous cairn hunk' })
+cmd('CairnRefresh', function() cairn().refresh() end, { desc = 'Recompute the ghost text against the files as they are now' })
 
 local map = vim.keymap.set
 map('n', '<Plug>(cairn-accept)', function() cairn().accept('') end, { desc = 'cairn: accept' })
@@ -31,12 +34,15 @@ map('n', '<Plug>(cairn-reject)', function() cairn().reject('') end, { desc = 'ca
 map('n', '<Plug>(cairn-preview)', function() cairn().preview('') end, { desc = 'cairn: preview' })
 map('n', '<Plug>(cairn-accept-hunk)', function() cairn().accept_hunk() end, { desc = 'cairn: accept hunk' })
 map('n', '<Plug>(cairn-reject-hunk)', function() cairn().reject_hunk() end, { desc = 'cairn: reject hunk' })
+map('n', '<Plug>(cairn-next-hunk)', function() cairn().next_hunk() end, { desc = 'cairn: next hunk' })
+map('n', '<Plug>(cairn-prev-hunk)', function() cairn().prev_hunk() end, { desc = 'cairn: previous hunk' })
 
 local function highlights()
   local hl = vim.api.nvim_set_hl
   hl(0, 'CairnAdd', { link = 'DiffAdd', default = true })
   hl(0, 'CairnDelete', { link = 'DiffDelete', default = true })
   hl(0, 'CairnHeader', { link = 'Comment', default = true })
+  hl(0, 'CairnConflict', { link = 'DiffText', default = true })
 end
 highlights()
 vim.api.nvim_create_autocmd('ColorScheme', { group = vim.api.nvim_create_augroup('cairn_highlights', {}), callback = highlights, desc = 'cairn: default highlight links' })

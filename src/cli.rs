@@ -334,5 +334,5 @@ fn up(project: &Project) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
     }
     errln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
-    crate::daemon::services(project, &stop, &|line| errln!("cairn: {line}"))
+    crate::daemon::services(project, &stop, &|line| errln!("cairn: {line}"), &Default::default())
 }

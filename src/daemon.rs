@@ -13,11 +13,16 @@ use std::time::Duration;
 /// Pre-started children kept by a long-running process.
 const POOL_SIZE: usize = 2;
 
-/// Serves `project` until `stop` is set. `report` receives one-line messages for the user.
-pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) + Sync)) -> Result<()> {
+/// The last error the loop survived, for `:checkhealth cairn`.
+pub type LastError = std::sync::Mutex<Option<String>>;
+
+/// Serves `project` until `stop` is set. `report` receives one-line messages for the user;
+/// errors the loop survives (it logs them, backs off and goes on) are also kept in `last_error`.
+pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) + Sync), last_error: &LastError) -> Result<()> {
     for (id, state) in orchestrator::recover(project)? {
         report(format!("agent {id} {state} after an interrupted run"));
     }
+    let _registered = crate::signals::register(project).map_err(|e| tracing::warn!("{e}")).ok();
     let mut watcher = cairn_core::watcher::Watcher::start(project)?;
     // The watcher starts before this catch-up, so nothing between the two is missed.
     cairn_core::sync::init(project)?;
@@ -48,7 +53,13 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
                 }
             }
         };
-        let result = orchestrator::serve(project, Some(&pool), &|| stop.load(Ordering::Relaxed), &mut tick);
+        let on_error = |e: &cairn_core::error::Error| {
+            tracing::error!("orchestrator: {e} (backing off, then trying again)");
+            if let Ok(mut last) = last_error.lock() {
+                *last = Some(format!("{}: {e}", cairn_core::time::rfc3339(cairn_core::time::now_ms())));
+            }
+        };
+        let result = orchestrator::serve(project, Some(&pool), &|| stop.load(Ordering::Relaxed), &mut tick, &on_error);
         stop.store(true, Ordering::Relaxed);
         result
     })

@@ -42,6 +42,8 @@ struct Handler {
     /// Wakes the poller to push ghost text now rather than at its next tick.
     refresh: Arc<tokio::sync::Notify>,
     ready: Arc<Ready>,
+    /// The last error the services loop survived (shown by :checkhealth).
+    last_error: Arc<crate::daemon::LastError>,
 }
 
 /// The first index of a project runs in the background: the host answers `ping` at once, and
@@ -100,7 +102,8 @@ async fn serve(project: Project) -> Result<()> {
     if project.ensure_initialized().is_ok() {
         ready.set(String::new());
     }
-    let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default(), ready: Arc::clone(&ready) };
+    let last_error: Arc<crate::daemon::LastError> = Arc::default();
+    let handler = Handler { project: Arc::clone(&project), state: Arc::default(), refresh: Arc::default(), ready: Arc::clone(&ready), last_error: Arc::clone(&last_error) };
     let (nvim, io) = nvim_rs::create::tokio::new_parent(handler.clone()).await.map_err(|e| Error::Rpc(e.to_string()))?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -120,7 +123,7 @@ async fn serve(project: Project) -> Result<()> {
                     }
                 }
             }
-            if let Err(e) = crate::daemon::services(&project, &stop, &|line| tracing::warn!("{line}")) {
+            if let Err(e) = crate::daemon::services(&project, &stop, &|line| tracing::warn!("{line}"), &last_error) {
                 tracing::error!("services stopped: {e}");
             }
         })
@@ -146,6 +149,7 @@ async fn serve(project: Project) -> Result<()> {
 async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
     let mut last = h.project.bin().and_then(|b| b.last_event_seq()).unwrap_or(0);
     let mut shown: Option<serde_json::Value> = None;
+    let mut tick = 0u64;
     loop {
         let events = {
             let project = Arc::clone(&h.project);
@@ -158,7 +162,9 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         }
-        let mut ghost_dirty = shown.is_none();
+        // Files change outside the events too (saves, other tools): look again every second.
+        tick += 1;
+        let mut ghost_dirty = shown.is_none() || tick % 5 == 0;
         if let Ok(Ok(events)) = events {
             for ev in events {
                 last = ev.seq;
@@ -378,6 +384,7 @@ impl Handler {
             "config_warnings": warnings,
             "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
             "sandbox": sandbox_health(&self.project.exe),
+            "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
         })
     }
 }

@@ -37,9 +37,57 @@ fn fail(name: &str, message: impl Into<String>) -> Error {
     Error::Signal { name: name.to_string(), message: message.into() }
 }
 
-/// Parses a signal file's name and bytes into a command. `Ok(None)` when the signal names
-/// another project (left for that project's orchestrator).
-pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Option<Command>> {
+/// This orchestrator's entry in `$CAIRN_HOME/hosts/`, removed when dropped.
+pub struct Registration(PathBuf);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Announces that this process serves `project`, for the signal routing of other
+/// orchestrators sharing `CAIRN_HOME`.
+pub fn register(project: &Project) -> Result<Registration> {
+    let dir = project.home.hosts();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let path = dir.join(format!("{}.root", std::process::id()));
+    std::fs::write(&path, project.root.to_string_lossy().as_bytes()).map_err(|e| Error::io(&path, e))?;
+    Ok(Registration(path))
+}
+
+/// Project roots of the other live orchestrators sharing this `CAIRN_HOME`.
+fn other_roots(project: &Project) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(project.home.hosts()) else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.strip_suffix(".root")?.parse().ok()?;
+            let alive = rustix::process::Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+            let root = PathBuf::from(std::fs::read_to_string(e.path()).ok()?);
+            (alive && pid as u32 != std::process::id() && root != project.root).then_some(root)
+        })
+        .collect()
+}
+
+/// Does the project at `root` have agent `id` (or a unique prefix of it)?
+fn has_agent(root: &Path, id: &str) -> bool {
+    cairn_core::store::bin::Bin::open(&root.join(".agentfs/bin.db")).and_then(|b| b.resolve(id)).is_ok()
+}
+
+/// Where a signal belongs.
+#[derive(Debug)]
+pub enum Routed {
+    /// This project's: run it.
+    Ours(Command),
+    /// Another project's (by `project_root`, or by an agent id this project does not have):
+    /// left for its orchestrator.
+    Elsewhere,
+}
+
+/// Parses a signal file's name and bytes into a command for this project. An accept or reject
+/// without `project_root` belongs to the project whose `bin.db` has the agent: a host for
+/// another project sharing `CAIRN_HOME` never takes it.
+pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Routed> {
     let stem = name.strip_suffix(".json").unwrap_or(name);
     let (name_type, name_id) = match stem.split_once('-') {
         Some((t, rest)) if TYPES.contains(&t) => (Some(t), Some(rest)),
@@ -55,7 +103,7 @@ pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Option<Comma
     if let Some(root) = &body.project_root {
         let same = Path::new(root).canonicalize().map(|r| r == project.root).unwrap_or(false);
         if !same {
-            return Ok(None);
+            return Ok(Routed::Elsewhere);
         }
     }
     let kind = body.kind.as_deref().or(name_type).ok_or_else(|| fail(name, "no \"type\" (queue, spawn, accept or reject)"))?;
@@ -67,7 +115,20 @@ pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Option<Comma
         Some(p) => Some(cairn_core::providers::parse(p).map_err(|e| fail(name, e.to_string()))?),
         None => None,
     };
-    Ok(Some(match kind {
+    if matches!(kind, "accept" | "reject") && body.project_root.is_none() {
+        let agent = id()?;
+        if let Err(Error::UnknownAgent(_)) = project.bin()?.resolve(&agent) {
+            // Another running orchestrator's project has it: leave it for that one. Else it
+            // fails here, naming where it looked.
+            let others = other_roots(project);
+            if others.iter().any(|r| has_agent(r, &agent)) {
+                return Ok(Routed::Elsewhere);
+            }
+            let looked: Vec<String> = std::iter::once(&project.root).chain(&others).map(|r| r.display().to_string()).collect();
+            return Err(fail(name, format!("no agent '{agent}' in any running project ({})", looked.join(", "))));
+        }
+    }
+    Ok(Routed::Ours(match kind {
         "queue" => {
             let priority = match &body.priority {
                 Some(p) => p.parse::<Priority>().map_err(|e| fail(name, e))?,
@@ -111,12 +172,12 @@ pub fn poll(project: &Project) -> Vec<Handled> {
         }
         let bytes = std::fs::read(&claimed).unwrap_or_default();
         let outcome = match parse(project, &name, &bytes) {
-            Ok(None) => {
+            Ok(Routed::Elsewhere) => {
                 // Not ours: put it back for its own project's orchestrator.
                 let _ = std::fs::rename(&claimed, &path);
                 continue;
             }
-            Ok(Some(cmd)) => command::execute(project, cmd),
+            Ok(Routed::Ours(cmd)) => command::execute(project, cmd),
             Err(e) => Err(e),
         };
         match &outcome {

@@ -97,10 +97,18 @@ end
 
 local applied = {}
 
---- Creates (or removes) the default mappings to the <Plug> mappings.
+--- Creates (or removes) the default mappings to the <Plug> mappings. A key the user (or
+--- another plugin) already maps is left alone: the <Plug> mappings stay available for it.
 function M.apply_keymaps()
+  local function ours(lhs)
+    local m = vim.fn.maparg(lhs, 'n', false, true)
+    return type(m) == 'table' and tostring(m.rhs or ''):find('<Plug>(cairn-', 1, true) ~= nil
+  end
   for _, lhs in pairs(applied) do
-    pcall(vim.keymap.del, 'n', lhs)
+    -- Only what is still ours: a mapping the user made since is theirs to keep.
+    if ours(lhs) then
+      pcall(vim.keymap.del, 'n', lhs)
+    end
   end
   applied = {}
   local maps = M.values.keymaps
@@ -108,7 +116,9 @@ function M.apply_keymaps()
     return
   end
   for action, lhs in pairs(maps) do
-    if lhs then
+    local existing = lhs and vim.fn.maparg(lhs, 'n', false, true) or {}
+    local taken = type(existing) == 'table' and next(existing) ~= nil and not ours(lhs)
+    if lhs and not taken then
       vim.keymap.set('n', lhs, '<Plug>(cairn-' .. action .. ')', { desc = 'cairn: ' .. action })
       applied[action] = lhs
     end

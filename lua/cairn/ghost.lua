@@ -1,9 +1,11 @@
 --- Ghost text: the only module that owns the `cairn` namespace and sets extmarks.
 ---
 --- The host pushes the selected agent's proposal as `{agent = {id, summary}, files =
---- {[abs_path] = {path, kind, hunks = {{old_start, removed, added}}}}}` (positions are 0-based
---- lines of the file on disk). Each hunk renders as: removed lines highlighted `CairnDelete`,
---- added lines as `virt_lines` in `CairnAdd`, a sign, and one header line naming the agent.
+--- {[abs_path] = {path, kind, hunks = {{old_start, removed, added}}, conflicts = {{s, e}}}}}`
+--- (positions are 0-based lines of the file on disk). Each hunk renders as: removed lines
+--- highlighted `CairnDelete`, added lines as `virt_lines` in `CairnAdd`, a sign, and one
+--- header line naming the agent. A hunk that conflicts with the user's own edits uses
+--- `CairnConflict` for its sign and removed lines, and its added lines say so.
 --- Marks are extmarks, so they follow edits; rows are clamped, so nothing throws at the end
 --- of a buffer.
 local M = {}
@@ -53,10 +55,16 @@ function M.render(buf, file, agent)
     return math.max(0, math.min(r, n - 1))
   end
   local marks = {}
+  local whole_conflict = file.file_conflict and file.file_conflict ~= vim.NIL
   for i, h in ipairs(file.hunks or {}) do
     local removed, added = h.removed or {}, h.added or {}
     local first = row(h.old_start)
-    local sign = (#removed == 0 and '+') or (#added == 0 and '-') or '~'
+    local conflict = whole_conflict or M.in_conflict(file, h)
+    local sign = conflict and '!' or (#removed == 0 and '+') or (#added == 0 and '-') or '~'
+    local del_hl, add_hl = conflict and 'CairnConflict' or 'CairnDelete', 'CairnAdd'
+    if conflict then
+      added = vim.list_extend({ 'conflicts with your edit; the agent proposes:' }, added)
+    end
     if i == 1 then
       -- Created before the hunk's own marks: virtual lines on one row show in creation order.
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
@@ -67,21 +75,21 @@ function M.render(buf, file, agent)
     if #removed > 0 then
       local last = row(h.old_start + #removed - 1)
       for r = first, last do
-        set(buf, M.ns, r, 0, { line_hl_group = 'CairnDelete', sign_text = r == first and sign or nil, sign_hl_group = 'CairnDelete' })
+        set(buf, M.ns, r, 0, { line_hl_group = del_hl, sign_text = r == first and sign or nil, sign_hl_group = del_hl })
       end
       if #added > 0 then
-        set(buf, M.ns, last, 0, { virt_lines = lines_chunks(added, 'CairnAdd') })
+        set(buf, M.ns, last, 0, { virt_lines = lines_chunks(added, add_hl) })
       end
       range_end = last
     else
       -- Pure insertion after line old_start - 1 (before the first line when old_start is 0).
       local above = h.old_start == 0
       local anchor = above and 0 or row(h.old_start - 1)
-      set(buf, M.ns, anchor, 0, { virt_lines = lines_chunks(added, 'CairnAdd'), virt_lines_above = above, sign_text = sign, sign_hl_group = 'CairnAdd' })
+      set(buf, M.ns, anchor, 0, { virt_lines = lines_chunks(added, add_hl), virt_lines_above = above, sign_text = sign, sign_hl_group = conflict and 'CairnConflict' or 'CairnAdd' })
       first, range_end = anchor, anchor
     end
     local mark = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
-    table.insert(marks, { mark = mark, hunk = h, path = file.path })
+    table.insert(marks, { mark = mark, hunk = h, path = file.path, conflict = conflict })
   end
   M.hunk_marks[buf] = marks
   M.show_top_fill(buf)
@@ -141,32 +149,97 @@ function M.set(payload)
   vim.api.nvim_exec_autocmds('User', { pattern = 'CairnGhost', modeline = false })
 end
 
---- The hunk under the cursor (or the nearest one) in `buf`: `{path, hunk}`.
-function M.hunk_at_cursor(buf)
-  local marks = M.hunk_marks[buf]
-  if not marks or #marks == 0 then
-    return nil
-  end
-  local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
-  local best, best_dist
-  for _, m in ipairs(marks) do
-    local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, { details = true })
-    local s = pos[1] or 0
-    local e = (pos[3] and pos[3].end_row) or s
-    local dist = (cur < s and s - cur) or (cur > e and cur - e) or 0
-    if not best_dist or dist < best_dist then
-      best, best_dist = m, dist
+--- Does hunk `h` touch one of the file's conflicting line ranges `{s, e}` (0-based, end
+--- exclusive; an insertion touches the line it goes before)?
+function M.in_conflict(file, h)
+  local s1, e1 = h.old_start, h.old_start + math.max(#(h.removed or {}), 1)
+  for _, c in ipairs(file.conflicts or {}) do
+    local s2, e2 = c[1], math.max(c[2], c[1] + 1)
+    if s1 < e2 and s2 < e1 then
+      return true
     end
   end
-  return best
+  return false
 end
 
+--- Rows (0-based, inclusive) a hunk covers now: its removed lines, or for a pure insertion
+--- the line it follows; its ghost lines belong to that last row.
+local function span(buf, m)
+  local pos = vim.api.nvim_buf_get_extmark_by_id(buf, M.ns, m.mark, { details = true })
+  local s = pos[1] or 0
+  return s, (pos[3] and pos[3].end_row) or s
+end
+
+--- The hunk under the cursor in `buf` (`{path, hunk, conflict}`), or nil when the cursor is
+--- on no hunk's lines and no hunk's ghost lines.
+function M.hunk_at_cursor(buf)
+  local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
+  for _, m in ipairs(M.hunk_marks[buf] or {}) do
+    local s, e = span(buf, m)
+    if cur >= s and cur <= e then
+      return m
+    end
+  end
+  return nil
+end
+
+--- Moves the cursor to the next (`dir` 1) or previous (-1) hunk in the current buffer;
+--- returns false when there is none that way.
+function M.jump(dir)
+  local buf = vim.api.nvim_get_current_buf()
+  local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local rows = {}
+  for _, m in ipairs(M.hunk_marks[buf] or {}) do
+    table.insert(rows, (span(buf, m)))
+  end
+  table.sort(rows)
+  local target
+  for _, r in ipairs(rows) do
+    if dir > 0 and r > cur and not target then
+      target = r
+    elseif dir < 0 and r < cur then
+      target = r
+    end
+  end
+  if not target then
+    return false
+  end
+  vim.api.nvim_win_set_cursor(0, { target + 1, 0 })
+  return true
+end
+
+local group = vim.api.nvim_create_augroup('cairn_ghost', {})
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufWinEnter' }, {
-  group = vim.api.nvim_create_augroup('cairn_ghost', {}),
+  group = group,
   callback = function(ev)
     M.attach(ev.buf)
   end,
   desc = 'cairn: ghost text in buffers opened later',
+})
+
+local timer
+--- Asks the host to recompute the proposal against the files as they are now (debounced):
+--- after a save, the user's edit is rebased under the agent's change, never shown as one.
+function M.refresh(delay)
+  local rpc = require('cairn.rpc')
+  if not rpc.chan then
+    return
+  end
+  timer = timer or vim.uv.new_timer()
+  timer:stop()
+  timer:start(delay or 150, 0, vim.schedule_wrap(function()
+    if rpc.chan then
+      pcall(vim.rpcnotify, rpc.chan, 'refresh', vim.empty_dict())
+    end
+  end))
+end
+
+vim.api.nvim_create_autocmd({ 'BufWritePost', 'FileChangedShellPost' }, {
+  group = group,
+  callback = function()
+    M.refresh()
+  end,
+  desc = 'cairn: refresh ghost text after a save or an outside change',
 })
 
 return M

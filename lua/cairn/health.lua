@@ -41,6 +41,11 @@ function M.check()
     end
   end
   M.sandbox(h, info.sandbox)
+  if info.last_error and info.last_error ~= vim.NIL then
+    h.warn('the host survived an error (and went on): ' .. info.last_error, { 'details in $CAIRN_HOME/logs/cairn.log' })
+  else
+    h.ok('host loop: no errors')
+  end
   if info.llm_configured then
     h.ok('LLM provider configured')
   else

@@ -36,8 +36,29 @@ function M.undo(id, on_done)
   require('cairn.review').undo(id, on_done)
 end
 
-function M.accept_hunk(on_done)
-  require('cairn.review').accept_hunk(on_done)
+--- `force` accepts a hunk even where it conflicts with the user's edit.
+function M.accept_hunk(on_done, force)
+  require('cairn.review').accept_hunk(on_done, force)
+end
+
+function M.next_hunk()
+  if not require('cairn.ghost').jump(1) then
+    notify.notify('no next cairn hunk in this buffer')
+  end
+end
+
+function M.prev_hunk()
+  if not require('cairn.ghost').jump(-1) then
+    notify.notify('no previous cairn hunk in this buffer')
+  end
+end
+
+--- `:CairnRefresh`: recompute the proposal against the files as they are now.
+function M.refresh()
+  if not rpc.chan then
+    rpc.start()
+  end
+  require('cairn.ghost').refresh(0)
 end
 
 function M.reject_hunk(on_done)

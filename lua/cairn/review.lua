@@ -59,14 +59,14 @@ function M.undo(id, on_done)
 end
 
 --- Acts on the hunk under the cursor (on its lines or its ghost lines); elsewhere it says so.
-local function hunk_action(method, on_done)
+local function hunk_action(method, on_done, force)
   local buf = vim.api.nvim_get_current_buf()
   local found = ghost.hunk_at_cursor(buf)
   if not found or not ghost.payload then
     notify.warn('the cursor is not on a cairn hunk (:CairnNextHunk / :CairnPrevHunk move to one)')
     return
   end
-  rpc.call(method, { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk }, function(r)
+  rpc.call(method, { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk, force = force or false }, function(r)
     if method == 'accept_hunk' then
       M.reload({ found.path })
     end
@@ -75,8 +75,8 @@ local function hunk_action(method, on_done)
   end)
 end
 
-function M.accept_hunk(on_done)
-  hunk_action('accept_hunk', on_done)
+function M.accept_hunk(on_done, force)
+  hunk_action('accept_hunk', on_done, force)
 end
 
 function M.reject_hunk(on_done)

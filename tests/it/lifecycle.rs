@@ -152,3 +152,32 @@ fn a_bin_db_from_the_previous_schema_gains_the_hunk_decisions_table() {
     let bin = f.project().bin().unwrap();
     assert_eq!(bin.hunks_accepted("nope").unwrap(), 0);
 }
+
+/// A database error in the worker loop is survived: reported, backed off, and the loop goes
+/// on, so an agent queued before it still runs once the database is back.
+#[test]
+fn the_worker_loop_survives_database_errors() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\n");
+    let p = f.project();
+    let id = cairn::orchestrator::queue(&p, "write_file('b.txt', 'b')", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::Normal).unwrap().id;
+    let db = f.root.join(".agentfs/bin.db");
+    let aside = f.root.join(".agentfs/bin.db.aside");
+    std::fs::rename(&db, &aside).unwrap();
+    std::fs::create_dir(&db).unwrap();
+    let (errors, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let on_error = |_: &cairn::error::Error| {
+                errors.fetch_add(1, Ordering::SeqCst);
+            };
+            cairn::orchestrator::serve(&p, None, &|| stop.load(Ordering::SeqCst), &mut || {}, &on_error).unwrap();
+        });
+        wait_until(30, "an error reported", || errors.load(Ordering::SeqCst) >= 2);
+        std::fs::remove_dir(&db).unwrap();
+        std::fs::rename(&aside, &db).unwrap();
+        wait_until(60, "the queued agent reviewing", || p.bin().and_then(|b| b.get(&id)).map(|r| r.state == cairn::lifecycle::State::Reviewing).unwrap_or(false));
+        stop.store(true, Ordering::SeqCst);
+    });
+}

@@ -47,7 +47,7 @@ fn hundred_malformed_signals_fail_and_a_valid_one_runs() {
     let err = |i: usize| std::fs::read_to_string(failed.join(format!("{}.error.txt", names[i]))).unwrap();
     assert!(err(0).contains("invalid JSON"), "{}", err(0));
     assert!(err(1).contains("unknown type 'explode'"), "{}", err(1));
-    assert!(err(2).contains("no agent matches id 'ffffff'"), "{}", err(2));
+    assert!(err(2).contains("no agent 'ffffff' in any running project"), "{}", err(2));
     assert!(err(3).contains("queue needs \"reference\""), "{}", err(3));
     assert!(up.alive(), "orchestrator died on malformed signals");
 
@@ -76,4 +76,40 @@ fn signals_are_taken_in_name_order() {
     let tasks: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.task).collect();
     assert_eq!(tasks, ["x = 'a'", "x = 'b'", "x = 'c'"]);
     assert!(cairn::signals::poll(&p).is_empty(), "a signal was taken twice");
+}
+
+/// Two projects' orchestrators share one CAIRN_HOME: an id-named accept signal (no
+/// project_root) reaches the project that has the agent, never the other; an id no running
+/// project has fails at once, saying where it looked.
+#[test]
+fn id_named_signals_reach_the_project_that_has_the_agent() {
+    let a = Fixture::with_files(&[("a.txt", "a")]);
+    let b = Fixture::with_files(&[("b.txt", "b")]);
+    a.home_config("[orchestrator]\npoll_interval_ms = 20\n");
+    let on_b = |args: &[&str]| {
+        let mut c = std::process::Command::new(exe());
+        c.arg("--project-root").arg(&b.root).arg("--cairn-home").arg(&a.home).args(args).env_remove("CAIRN_HOME");
+        c
+    };
+    let out = on_b(&["run", "--provider", "inline", "write_file('x.txt', 'x')"]).output().unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(id.len(), 6, "{out:?}");
+    let _up_a = Up::start(&a);
+    let mut up_b = Up { child: on_b(&["up"]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap() };
+    wait_until(30, "both orchestrators registered", || std::fs::read_dir(a.home.join("hosts")).map(|d| d.count() == 2).unwrap_or(false));
+    drop_signal(&a, &format!("accept-{id}.json"), b"");
+    let b_state = || {
+        let out = on_b(&["status", &id, "--json"]).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).map(|v| v["state"].as_str().unwrap_or("").to_string()).unwrap_or_default()
+    };
+    wait_until(30, "B's agent accepted", || b_state() == "accepted");
+    assert_eq!(std::fs::read_to_string(b.root.join("x.txt")).unwrap(), "x");
+    assert!(!a.home.join("signals/failed").join(format!("accept-{id}.json")).exists(), "A took B's signal");
+
+    drop_signal(&a, "accept-ffffff.json", b"");
+    let err = a.home.join("signals/failed/accept-ffffff.json.error.txt");
+    wait_until(30, "the unknown id failed", || err.exists());
+    let text = std::fs::read_to_string(&err).unwrap();
+    assert!(text.contains("no agent 'ffffff' in any running project") && text.contains(&a.root.display().to_string()) && text.contains(&b.root.display().to_string()), "{text}");
+    up_b.kill9();
 }

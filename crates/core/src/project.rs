@@ -44,6 +44,11 @@ impl Home {
     pub fn logs(&self) -> PathBuf {
         self.dir.join("logs")
     }
+    /// One file per running orchestrator (`<pid>.root`, holding its project root), so that
+    /// orchestrators sharing this home can route signals to each other's projects.
+    pub fn hosts(&self) -> PathBuf {
+        self.dir.join("hosts")
+    }
 }
 
 /// An initialized (or to-be-initialized) project with its configuration.

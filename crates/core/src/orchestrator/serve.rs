@@ -2,32 +2,47 @@
 //! claiming from `bin.db`, until told to stop.
 
 use super::{execute, this_worker};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::sandbox::pool::Pool;
 use std::time::Duration;
 
+/// Longest pause after repeated database errors.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
 /// Runs queued agents until `stop` returns true: up to `max_concurrent_agents` worker threads,
 /// each claiming from `bin.db`. `tick` runs once per poll interval (signals, recovery).
-pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, tick: &mut dyn FnMut()) -> Result<()> {
+///
+/// A database error (a locked or corrupt `bin.db`, a full disk) never ends the loop: it goes to
+/// `on_error`, the loop backs off (doubling up to [`MAX_BACKOFF`]) and tries again, so one bad
+/// moment does not stop the workers for the rest of the session.
+pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, tick: &mut dyn FnMut(), on_error: &dyn Fn(&Error)) -> Result<()> {
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     let max = project.config.orchestrator.max_concurrent_agents as usize;
     std::thread::scope(|s| -> Result<()> {
         let mut handles: Vec<std::thread::ScopedJoinHandle<'_, ()>> = Vec::new();
+        let mut backoff = poll;
         while !stop() {
             tick();
             handles.retain(|h| !h.is_finished());
+            let mut failed = false;
             while handles.len() < max {
-                match project.bin()?.claim(this_worker(), max as u32, None)? {
-                    Some(rec) => handles.push(s.spawn(move || {
+                match project.bin().and_then(|mut b| b.claim(this_worker(), max as u32, None)) {
+                    Ok(Some(rec)) => handles.push(s.spawn(move || {
                         if let Err(e) = execute(project, pool, rec) {
                             tracing::error!("agent run failed: {e}");
                         }
                     })),
-                    None => break,
+                    Ok(None) => break,
+                    Err(e) => {
+                        on_error(&e);
+                        failed = true;
+                        break;
+                    }
                 }
             }
-            std::thread::sleep(poll);
+            backoff = if failed { (backoff * 2).min(MAX_BACKOFF) } else { poll };
+            std::thread::sleep(backoff);
         }
         for h in handles {
             let _ = h.join();
