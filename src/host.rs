@@ -290,7 +290,7 @@ impl Handler {
         let summary = rec.submission.as_ref().and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("").to_string();
         let files: serde_json::Map<String, serde_json::Value> = files
             .into_iter()
-            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks })))
+            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
             .collect();
         Ok(serde_json::json!({ "agent": { "id": id, "summary": summary }, "files": files }))
     }
