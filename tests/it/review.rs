@@ -215,3 +215,97 @@ fn sigkill_during_hunk_accept_loses_nothing() {
     }
     assert!(killed >= 10, "only {killed} kills landed");
 }
+
+/// Runs the CLI as the fixture's owner: an unprivileged user when the tests run as root
+/// (root ignores directory permissions), the current user otherwise.
+fn cairn_unprivileged(f: &Fixture, args: &[&str]) -> Run {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(exe());
+        c
+    } else {
+        std::process::Command::new(exe())
+    };
+    cmd.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(args).env_remove("CAIRN_HOME");
+    Run::from(cmd.output().unwrap())
+}
+
+fn chown_tree(path: &std::path::Path, id: u32) {
+    std::os::unix::fs::lchown(path, Some(id), Some(id)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&e.path(), id);
+        }
+    }
+}
+
+/// Everything that can fail is checked before the first write: an accept into a read-only
+/// directory writes nothing, and the agent stays reviewable (reject works).
+#[test]
+fn an_accept_into_a_read_only_directory_writes_nothing_and_reject_stays_possible() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("ro/b.txt", "b\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A\\n')\nwrite_file('ro/b.txt', 'B\\n')");
+    if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        chown_tree(f.dir.path(), 65534);
+    }
+    std::fs::set_permissions(f.root.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let r = cairn_unprivileged(&f, &["accept", &s.id]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("ro/b.txt") && r.stderr.contains("not writable"), "{}", r.stderr);
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "a write happened before the refusal");
+    let r = cairn_unprivileged(&f, &["reject", &s.id]);
+    assert_eq!(r.code, 0, "{r:?}");
+    std::fs::set_permissions(f.root.join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "rejected");
+}
+
+/// A resumed `--force` accept after a kill journals the user's interim edit: undo gives it
+/// back.
+#[test]
+fn a_resumed_forced_accept_keeps_the_interim_user_edit_for_undo() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A\\n')\nwrite_file('b.txt', 'B\\n')");
+    // An accept killed after its journal and one write: simulate the state it leaves.
+    let p = f.project();
+    let mut bin = p.bin().unwrap();
+    let entry = |path: &str, old: &str, new: &str| cairn::store::bin::JournalEntry {
+        path: path.into(),
+        old: Some((cairn::store::hash_bytes(old.as_bytes()), 0o644)),
+        old_content: Some(old.as_bytes().to_vec()),
+        new: Some((cairn::store::hash_bytes(new.as_bytes()), 0o644)),
+    };
+    bin.begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
+    f.write("a.txt", "A\n");
+    // The user edits b.txt in between.
+    f.write("b.txt", "mine\n");
+    let r = f.cairn(&["accept", &s.id]);
+    assert_eq!(r.code, 1, "the interim edit is a conflict: {r:?}");
+    f.cairn(&["accept", &s.id, "--force"]).ok();
+    assert_eq!(f.read_str("b.txt").unwrap(), "B\n");
+    f.cairn(&["undo", &s.id]).ok();
+    assert_eq!(f.read_str("b.txt").unwrap(), "mine\n", "undo gives back the user's interim edit");
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\n");
+}
+
+/// Rejecting an agent whose accept stopped midway rolls the written files back first.
+#[test]
+fn reject_rolls_back_a_half_applied_accept() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A\\n')\nwrite_file('b.txt', 'B\\n')");
+    let p = f.project();
+    let entry = |path: &str, old: &str, new: &str| cairn::store::bin::JournalEntry {
+        path: path.into(),
+        old: Some((cairn::store::hash_bytes(old.as_bytes()), 0o644)),
+        old_content: Some(old.as_bytes().to_vec()),
+        new: Some((cairn::store::hash_bytes(new.as_bytes()), 0o644)),
+    };
+    p.bin().unwrap().begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
+    f.write("a.txt", "A\n");
+    f.cairn(&["reject", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "rolled back");
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\n");
+    assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "rejected");
+}

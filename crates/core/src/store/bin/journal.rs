@@ -60,6 +60,16 @@ impl Bin {
         result
     }
 
+    /// Abandons an interrupted accept after its files were rolled back: the agent is plain
+    /// reviewing again, with no journal.
+    pub fn abandon_accept(&mut self, id: &str) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
+        tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
         let mut st = self.conn.prepare_cached(
             "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode FROM journal WHERE agent_id = ?1 ORDER BY path",

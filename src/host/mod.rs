@@ -25,6 +25,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod health;
+mod ready;
+mod wire;
+
+use ready::Ready;
+use wire::{from_value, rpc_error, to_value, Args};
+
 type Writer = Compat<tokio::fs::File>;
 
 /// What the host remembers between requests.
@@ -44,41 +51,6 @@ struct Handler {
     ready: Arc<Ready>,
     /// The last error the services loop survived (shown by :checkhealth).
     last_error: Arc<crate::daemon::LastError>,
-}
-
-/// The first index of a project runs in the background: the host answers `ping` at once, and
-/// requests that need the index wait for it (on their blocking thread, never in Neovim).
-#[derive(Default)]
-struct Ready {
-    /// `None` while indexing; then what to tell the user (once), or an empty string.
-    done: Mutex<Option<String>>,
-    cv: std::sync::Condvar,
-}
-
-impl Ready {
-    fn set(&self, notice: String) {
-        if let Ok(mut d) = self.done.lock() {
-            *d = Some(notice);
-        }
-        self.cv.notify_all();
-    }
-    fn is_ready(&self) -> bool {
-        self.done.lock().map(|d| d.is_some()).unwrap_or(true)
-    }
-    /// Waits until the index exists.
-    fn wait(&self) {
-        let Ok(mut d) = self.done.lock() else { return };
-        while d.is_none() {
-            match self.cv.wait(d) {
-                Ok(g) => d = g,
-                Err(_) => return,
-            }
-        }
-    }
-    /// The notice of a finished first index, once.
-    fn take_notice(&self) -> Option<String> {
-        self.done.lock().ok().and_then(|mut d| d.as_mut().map(std::mem::take)).filter(|n| !n.is_empty())
-    }
 }
 
 /// Runs the host on stdin/stdout until Neovim closes the channel or sends SIGTERM.
@@ -194,67 +166,6 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
             _ = tokio::time::sleep(poll) => {}
             _ = h.refresh.notified() => { shown = None; }
         }
-    }
-}
-
-/// serde_json -> msgpack value.
-fn to_value(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Value::from(i),
-            (_, Some(u)) => Value::from(u),
-            _ => Value::from(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(a) => Value::Array(a.iter().map(to_value).collect()),
-        serde_json::Value::Object(m) => Value::Map(m.iter().map(|(k, v)| (Value::from(k.as_str()), to_value(v))).collect()),
-    }
-}
-
-/// msgpack value -> serde_json (for arguments).
-fn from_value(v: &Value) -> serde_json::Value {
-    match v {
-        Value::Nil => serde_json::Value::Null,
-        Value::Boolean(b) => serde_json::Value::Bool(*b),
-        Value::Integer(i) => i.as_i64().map(serde_json::Value::from).or_else(|| i.as_u64().map(serde_json::Value::from)).unwrap_or_default(),
-        Value::F32(f) => serde_json::json!(f),
-        Value::F64(f) => serde_json::json!(f),
-        Value::String(s) => serde_json::Value::String(s.as_str().unwrap_or_default().to_string()),
-        Value::Binary(b) => serde_json::Value::String(String::from_utf8_lossy(b).into_owned()),
-        Value::Array(a) => serde_json::Value::Array(a.iter().map(from_value).collect()),
-        Value::Map(m) => serde_json::Value::Object(
-            m.iter().map(|(k, v)| (k.as_str().map(str::to_string).unwrap_or_else(|| k.to_string()), from_value(v))).collect(),
-        ),
-        Value::Ext(..) => serde_json::Value::Null,
-    }
-}
-
-/// A protocol-level error reply (unknown method, malformed arguments), in the `[type,
-/// message]` form Neovim shows as the error text of `rpcrequest()`.
-fn rpc_error(code: &str, message: String) -> Value {
-    Value::Array(vec![Value::from(0), Value::from(format!("cairn {code}: {message}"))])
-}
-
-/// The arguments of a request: one map, or nothing.
-struct Args(serde_json::Map<String, serde_json::Value>);
-
-impl Args {
-    fn parse(args: &[Value]) -> std::result::Result<Args, Value> {
-        match args.first().map(from_value) {
-            // An empty Lua table arrives as an empty array.
-            None | Some(serde_json::Value::Null) => Ok(Args(Default::default())),
-            Some(serde_json::Value::Array(a)) if a.is_empty() => Ok(Args(Default::default())),
-            Some(serde_json::Value::Object(m)) => Ok(Args(m)),
-            Some(other) => Err(rpc_error("bad_args", format!("expected one table of arguments, got {other}"))),
-        }
-    }
-    fn str(&self, key: &str) -> Option<String> {
-        self.0.get(key).and_then(|v| v.as_str()).map(str::to_string)
-    }
-    fn required(&self, key: &str) -> std::result::Result<String, Value> {
-        self.str(key).ok_or_else(|| rpc_error("bad_args", format!("missing string argument '{key}'")))
     }
 }
 
@@ -383,27 +294,9 @@ impl Handler {
             "inside_tmux": crate::tmux::inside_tmux(),
             "config_warnings": warnings,
             "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
-            "sandbox": sandbox_health(&self.project.exe),
+            "sandbox": health::sandbox_health(&self.project.exe),
             "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
         })
-    }
-}
-
-/// The sandbox self-test, summarised for `:checkhealth cairn`: which layers this kernel gave
-/// the child, and any probe that was not denied.
-fn sandbox_health(exe: &std::path::Path) -> serde_json::Value {
-    match cairn_core::sandbox::spawn::selftest(exe, &Default::default()) {
-        Ok(t) => serde_json::json!({
-            "landlock": t.applied.landlock,
-            "seccomp": t.applied.seccomp,
-            "identity": t.applied.identity,
-            "uid": t.applied.uid,
-            "namespaces": t.applied.namespaces,
-            "namespaces_missing": t.applied.namespaces_missing,
-            "probes": t.probes.len(),
-            "not_denied": t.probes.iter().filter(|(_, o)| o != "EPERM").map(|(n, o)| format!("{n}: {o}")).collect::<Vec<_>>(),
-        }),
-        Err(e) => serde_json::json!({ "error": e.to_string() }),
     }
 }
 
