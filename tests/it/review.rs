@@ -82,7 +82,7 @@ fn accept_of_a_250_byte_file_name_succeeds() {
 /// with one whole result and one clear refusal: never two exit-0s and a lost change.
 #[test]
 fn concurrent_accepts_never_both_succeed_over_one_line() {
-    for trial in 0..40 {
+    for trial in 0..200 {
         let f = Fixture::with_files(&[("f.py", BASE)]);
         let a = f.run_ok("write_file('f.py', read_file('f.py').replace('l5\\n', 'A\\n'))").id;
         let b = f.run_ok("write_file('f.py', read_file('f.py').replace('l5\\n', 'B\\n'))").id;
@@ -308,4 +308,22 @@ fn reject_rolls_back_a_half_applied_accept() {
     assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "rolled back");
     assert_eq!(f.read_str("b.txt").unwrap(), "b\n");
     assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "rejected");
+}
+
+/// Two accepts of the same agent at once: one lands, the other says it is already accepted
+/// (never a raw ENOENT).
+#[test]
+fn two_accepts_of_one_agent_at_once() {
+    for trial in 0..20 {
+        let f = Fixture::with_files(&[("f.py", BASE)]);
+        let id = agent_changing_line_2(&f);
+        let spawn = || f.cmd().args(["accept", &id]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let (a, b) = (spawn(), spawn());
+        let (ra, rb) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        assert_eq!([&ra, &rb].iter().filter(|r| r.status.success()).count(), 1, "trial {trial}");
+        let loser = if ra.status.success() { &rb } else { &ra };
+        let text = String::from_utf8_lossy(&loser.stderr);
+        assert!(text.contains("is accepted") && !text.contains("os error"), "trial {trial}: {text}");
+        assert_eq!(f.read_str("f.py").unwrap(), BASE.replace("l2\n", "AGENT\n"));
+    }
 }
