@@ -94,6 +94,14 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         return Err(Error::Conflict { id: id.to_string(), conflicts: conflicts.iter().map(|c| c.conflict_text()).collect() });
     }
     let forced = conflicts.iter().map(|c| c.path.clone()).collect();
+    let needed: u64 = changed.iter().filter_map(|c| c.new.as_ref()).map(|b| b.len() as u64).sum();
+    if let Ok(fs) = rustix::fs::statvfs(&project.root) {
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        if needed > free {
+            let why = format!("the accept writes {needed} bytes and the file system has {free} free");
+            return Err(Error::io(&project.root, std::io::Error::new(std::io::ErrorKind::StorageFull, why)));
+        }
+    }
     // Everything that can be checked is checked before the first write; the files are read
     // and hashed again on a few threads (I/O-bound) for the journal.
     let threads = crate::par::threads_for(changed.len(), 16, 4);
@@ -199,9 +207,29 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
             fsx::remove_temps(&project.root, dir)?;
         }
     }
+    // Every new file is written and synced under a temporary name first (concurrently: the
+    // work is bound by fsync latency); only when all are ready does anything change in place.
+    // An ordinary error up to here (a full disk, a read-only directory) leaves the project as
+    // it was, and a fresh accept is abandoned: the agent stays reviewable.
     let threads = crate::par::threads_for(work.len(), 16, 4);
-    let written = crate::par::map(&work, threads, "accept (writing)", |(j, content)| apply_one(project, j, content.as_deref(), resume))?;
-    written.into_iter().collect::<Result<()>>()?;
+    let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, content)| prepare_one(project, j, content.as_deref(), resume))
+        .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            if !resume {
+                bin.abandon_accept(id)?;
+            }
+            return Err(e);
+        }
+    };
+    for step in prepared {
+        match step {
+            Step::Write(p) => p.commit()?,
+            Step::Remove(path) => fsx::remove(&project.root, &path)?,
+            Step::Nothing => {}
+        }
+    }
     for j in journal {
         match j.new {
             Some(_) => report.written.push(j.path.clone()),
@@ -217,20 +245,23 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
     Ok(report)
 }
 
-/// Applies one journal entry. A fresh accept knows the file is as journaled; a resumed one
-/// reads it, skips it when already done and clears a killed writer's temporary file.
-fn apply_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<()> {
-    let cur = if resume {
-        current(project, &j.path)?.map(|c| (c.0, c.1))
-    } else {
-        j.old
-    };
-    match j.new {
-        Some((hash, mode)) if cur != Some((hash, mode)) => fsx::write_atomic(&project.root, &j.path, content.unwrap_or_default(), mode),
-        Some(_) => Ok(()),
-        None if cur.is_some() => fsx::remove(&project.root, &j.path),
-        None => Ok(()),
-    }
+/// What one journal entry needs once every file is prepared.
+enum Step {
+    Write(fsx::Prepared),
+    Remove(String),
+    Nothing,
+}
+
+/// Prepares one journal entry. A fresh accept knows the file is as journaled; a resumed one
+/// reads it and skips it when already done.
+fn prepare_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<Step> {
+    let cur = if resume { current(project, &j.path)?.map(|c| (c.0, c.1)) } else { j.old };
+    Ok(match j.new {
+        Some((hash, mode)) if cur != Some((hash, mode)) => Step::Write(fsx::prepare(&project.root, &j.path, content.unwrap_or_default(), mode)?),
+        Some(_) => Step::Nothing,
+        None if cur.is_some() => Step::Remove(j.path.clone()),
+        None => Step::Nothing,
+    })
 }
 
 /// Restores the journaled old content of every path an interrupted accept of `id` reached,

@@ -154,6 +154,26 @@ pub fn stat_mode(root: &Path, rel: &str) -> Result<Option<u32>> {
 /// Atomically replaces (or creates) `rel` with `content` and `mode`: temp file, fsync, rename,
 /// fsync of the directory. Parents are created. A symlink at `rel` is replaced, never followed.
 pub fn write_atomic(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<()> {
+    prepare(root, rel, content, mode)?.commit()
+}
+
+/// A file written and synced under a temporary name beside its target, not yet in place:
+/// [`Prepared::commit`] renames it over the target; dropping it uncommitted removes it. Accept
+/// prepares every file before the first rename, so an ordinary error (a full disk, a read-only
+/// directory) leaves the project untouched.
+/// It holds no descriptor (an accept of thousands of files prepares them all at once): the
+/// directory is opened again, symlink-safely, to commit or discard.
+pub struct Prepared {
+    root: std::path::PathBuf,
+    dir: String,
+    tmp: String,
+    name: String,
+    committed: bool,
+}
+
+/// Writes `content` with `mode` under a fresh temporary name in `rel`'s directory (created if
+/// missing), synced, ready to [`Prepared::commit`].
+pub fn prepare(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<Prepared> {
     let (dir, name) = split(rel);
     if name.is_empty() {
         return Err(Error::InvalidPath(rel.to_string()));
@@ -168,18 +188,33 @@ pub fn write_atomic(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result
         Mode::from_raw_mode(mode & 0o777),
     )
     .map_err(|e| err(root, rel, e))?;
+    let prepared = Prepared { root: root.to_path_buf(), dir: dir.to_string(), tmp, name: name.to_string(), committed: false };
     // The umask may have narrowed the mode; set it exactly.
     rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
     let mut file = File::from(fd);
-    let result = file.write_all(content).and_then(|_| file.sync_all());
-    if let Err(e) = result {
-        let _ = rfs::unlinkat(&dfd, tmp.as_str(), AtFlags::empty());
-        return Err(Error::io(root.join(rel), e));
+    file.write_all(content).and_then(|_| file.sync_all()).map_err(|e| Error::io(root.join(rel), e))?;
+    Ok(prepared)
+}
+
+impl Prepared {
+    /// Puts the file in place: rename over the target, then fsync of the directory.
+    pub fn commit(mut self) -> Result<()> {
+        let rel = if self.dir.is_empty() { self.name.clone() } else { format!("{}/{}", self.dir, self.name) };
+        let dfd = open_dir(&self.root, &self.dir, false)?;
+        rfs::renameat(&dfd, self.tmp.as_str(), &dfd, self.name.as_str()).map_err(|e| err(&self.root, &rel, e))?;
+        self.committed = true;
+        rfs::fsync(&dfd).map_err(|e| err(&self.root, &rel, e))
     }
-    drop(file);
-    rfs::renameat(&dfd, tmp.as_str(), &dfd, name).map_err(|e| err(root, rel, e))?;
-    rfs::fsync(&dfd).map_err(|e| err(root, rel, e))?;
-    Ok(())
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if !self.committed {
+            if let Ok(dfd) = open_dir(&self.root, &self.dir, false) {
+                let _ = rfs::unlinkat(&dfd, self.tmp.as_str(), AtFlags::empty());
+            }
+        }
+    }
 }
 
 /// Removes the file `rel` (not following symlinks; a symlink itself is removed). Absent is fine.
