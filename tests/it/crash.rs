@@ -72,3 +72,77 @@ fn sigkill_during_accept_at_many_instants() {
     }
     assert!(interrupted >= 20, "only {interrupted} kills landed mid-accept");
 }
+
+/// SIGKILL `cairn run` at 25 instants, then `cairn up`: every re-run starts from an empty
+/// overlay, so each proposal equals that of an uninterrupted run (an append is not doubled).
+#[test]
+fn a_rerun_after_a_kill_starts_from_a_clean_overlay() {
+    let f = Fixture::with_files(&[("log.txt", "start\n")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\nmax_concurrent_agents = 4\n");
+    let code = "for i in range(3):\n    write_file('log.txt', read_file('log.txt') + 'line %d\\n' % i)\n    write_file('f%d.txt' % i, 'x')\nn = 0\nwhile n < 200000:\n    n += 1\n";
+    let mut ids = Vec::new();
+    for round in 0..25u64 {
+        let mut child = f.cmd().args(["run", "--provider", "inline", code]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        // Fault injection, not synchronisation: a kill somewhere in the first ~300 ms.
+        std::thread::sleep(std::time::Duration::from_millis(20 + (round * 37) % 300));
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = child.stdout.take();
+    }
+    let p = f.project();
+    for rec in p.bin().unwrap().list(true).unwrap() {
+        ids.push(rec.id);
+    }
+    assert!(!ids.is_empty());
+    let _up = Up::start(&f);
+    wait_until(120, "every agent settled", || {
+        ids.iter().all(|id| matches!(p.bin().unwrap().get(id).unwrap().state, State::Reviewing | State::Errored))
+    });
+    let want_log = "start\nline 0\nline 1\nline 2\n";
+    for id in &ids {
+        let rec = p.bin().unwrap().get(id).unwrap();
+        assert_eq!(rec.state, State::Reviewing, "{id}: {:?} {:?}", rec.error_kind, rec.error);
+        let overlay = p.existing_overlay(id).unwrap().unwrap();
+        let (log, _) = overlay.get("log.txt").unwrap().unwrap().unwrap();
+        assert_eq!(String::from_utf8(log).unwrap(), want_log, "{id}: the re-run doubled the first attempt's writes");
+        assert_eq!(overlay.changes().unwrap().len(), 4, "{id}");
+    }
+    let reruns = ids.iter().filter(|id| std::fs::read_to_string(f.root.join(format!(".grail/agents/{id}/run.log"))).unwrap_or_default().contains("re-run:")).count();
+    eprintln!("{reruns} of {} agents were re-run over a set-aside overlay", ids.len());
+    assert!(reruns >= 5, "only {reruns} kills landed mid-run");
+}
+
+/// Five `cairn run` killed while `up` runs hold no slot: a new agent reaches reviewing within
+/// seconds, the killed agents are re-queued or errored, and reject works on them.
+#[test]
+fn killed_workers_hold_no_slot() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\nmax_concurrent_agents = 5\n[sandbox]\ntimeout_seconds = 30\n");
+    let p = f.project();
+    let mut up = Up::start(&f);
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        runs.push(f.cmd().args(["run", "--provider", "inline", "while True:\n    pass\n"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    }
+    let running = || p.bin().unwrap().list(true).unwrap().into_iter().filter(|r| r.state == State::Executing).count();
+    wait_until(60, "five agents executing", || running() == 5);
+    let killed: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.id).collect();
+    for mut r in runs {
+        let _ = r.kill();
+        let _ = r.wait();
+    }
+    let t = std::time::Instant::now();
+    let fresh = cairn::orchestrator::queue(&p, "write_file('b.txt', 'b')", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::High).unwrap().id;
+    wait_until(30, "the new agent reviewing", || p.bin().unwrap().get(&fresh).unwrap().state == State::Reviewing);
+    eprintln!("new agent reviewing {:?} after the kills", t.elapsed());
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
+    up.kill9();
+    // With every worker gone, any command notices: the killed agents end re-queued or errored.
+    f.cairn(&["list-agents"]).ok();
+    for id in &killed {
+        let state = p.bin().unwrap().get(id).unwrap().state;
+        assert!(matches!(state, State::Queued | State::Errored), "{id}: {state:?}");
+        f.cairn(&["reject", id]).ok();
+        assert_eq!(p.bin().unwrap().get(id).unwrap().state, State::Rejected);
+    }
+}

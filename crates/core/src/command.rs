@@ -154,6 +154,8 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Agent(status_of(project, &rec, true)?))
         }
         Command::ListAgents { all } => {
+            // Any cairn process notices a dead worker: its agent is re-queued (or errored).
+            crate::orchestrator::recover(project)?;
             let recs = project.bin()?.list(all)?;
             let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
             Ok(Output::Agents { agents })
@@ -175,6 +177,8 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Reject { id } => {
             let id = resolve(project, &id)?;
+            // An agent whose worker died is re-queued first, which a reject can then cancel.
+            crate::orchestrator::recover(project)?;
             let rec = review::reject(project, &id)?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }

@@ -131,13 +131,28 @@ impl Project {
     }
     /// Moves the overlay of a decided agent into `.agentfs/bin/` (kept for diff and undo).
     pub fn archive_overlay(&self, id: &str) -> Result<()> {
+        self.move_overlay(id, &self.archived_overlay_path(id))
+    }
+
+    /// Sets aside the overlay an interrupted run left, so that the re-run starts from an empty
+    /// one: it goes to `.agentfs/bin/agent-<id>.attempt-<ms>.db` (removed with the agent by
+    /// GC). Returns where it went, or `None` when there was none.
+    pub fn set_aside_overlay(&self, id: &str) -> Result<Option<PathBuf>> {
+        if !self.overlay_path(id).is_file() {
+            return Ok(None);
+        }
+        let to = self.agentfs().join("bin").join(format!("agent-{id}.attempt-{}.db", crate::time::now_ms()));
+        self.move_overlay(id, &to)?;
+        Ok(Some(to))
+    }
+
+    fn move_overlay(&self, id: &str, to: &Path) -> Result<()> {
         let from = self.overlay_path(id);
         if !from.is_file() {
             return Ok(());
         }
         // No connection is open on a decided agent's overlay: moving the database together
         // with its WAL keeps every committed row (SQLite replays the WAL at the new name).
-        let to = self.archived_overlay_path(id);
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
@@ -147,13 +162,20 @@ impl Project {
             let to_wal = PathBuf::from(format!("{}-wal", to.display()));
             std::fs::rename(&wal, &to_wal).map_err(|e| Error::io(&wal, e))?;
         }
-        std::fs::rename(&from, &to).map_err(|e| Error::io(&from, e))?;
+        std::fs::rename(&from, to).map_err(|e| Error::io(&from, e))?;
         Ok(())
     }
     /// Deletes the overlay files of agent `id`, live and archived.
     pub fn remove_overlay(&self, id: &str) -> Result<()> {
         for base in [self.overlay_path(id), self.archived_overlay_path(id)] {
             self.remove_db_files(&base)?;
+        }
+        let attempt = format!("agent-{id}.attempt-");
+        for e in std::fs::read_dir(self.agentfs().join("bin")).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().starts_with(&attempt) {
+                let p = e.path();
+                std::fs::remove_file(&p).map_err(|err| Error::io(&p, err))?;
+            }
         }
         Ok(())
     }

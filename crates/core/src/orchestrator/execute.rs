@@ -60,6 +60,15 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let id = rec.id.as_str();
     let dir = project.agent_dir(id);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // A re-run (its worker died mid-run) starts from an empty overlay: whatever the first
+    // attempt wrote is set aside, never run again on top of.
+    if let Some(aside) = project.set_aside_overlay(id)? {
+        let note = format!("re-run: the interrupted attempt's overlay was set aside as {}\n", aside.display());
+        let log = dir.join("run.log");
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&log) {
+            let _ = f.write_all(note.as_bytes());
+        }
+    }
 
     // generating
     let code = providers::get_code(project, rec.provider, &rec.task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;

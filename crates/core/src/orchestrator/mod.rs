@@ -53,6 +53,7 @@ pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>) -
     let rec = queue(project, reference, provider, Priority::Normal)?;
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     loop {
+        recover(project)?;
         let claimed = project.bin()?.claim(this_worker(), project.config.orchestrator.max_concurrent_agents, Some(&rec.id))?;
         if let Some(claimed) = claimed {
             return execute(project, None, claimed);

@@ -24,6 +24,11 @@ pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, ti
         let mut backoff = poll;
         while !stop() {
             tick();
+            // Leases: agents whose worker process is gone are re-queued (or errored) by any
+            // live process, so a killed `cairn run` never holds a slot.
+            if let Err(e) = super::recover(project) {
+                on_error(&e);
+            }
             handles.retain(|h| !h.is_finished());
             let mut failed = false;
             while handles.len() < max {
