@@ -143,56 +143,130 @@ pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Routed> {
     }))
 }
 
-/// Pending signal files, in name order (dotfiles and temporary names are not yet dropped).
-fn pending(dir: &Path) -> Vec<PathBuf> {
+/// Largest signal file taken; a larger one fails without being read.
+pub const MAX_SIGNAL_BYTES: u64 = 64 * 1024;
+
+/// One entry of `signals/` that is due.
+enum Entry {
+    /// A regular `*.json` file to take.
+    Signal(PathBuf, String),
+    /// Something that can never be a signal: moved to `failed/` with the reason. The name is
+    /// the entry's (lossy for a non-UTF-8 name).
+    Bad(PathBuf, String, String),
+}
+
+/// Pending entries, in name order. Dotfiles (a shell's temporary names, our claims) and other
+/// names than `*.json` are left alone, except a non-UTF-8 name, which can never be one.
+fn pending(dir: &Path) -> Vec<Entry> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = rd
-        .flatten()
-        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".json") && !n.starts_with('.')
-        })
-        .collect();
-    files.sort();
-    files
+    let mut out: Vec<Entry> = Vec::new();
+    for e in rd.flatten() {
+        let path = e.path();
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            let lossy = e.file_name().to_string_lossy().replace('/', "_");
+            out.push(Entry::Bad(path, lossy, "the name is not UTF-8".into()));
+            continue;
+        };
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue;
+        }
+        let why = match std::fs::symlink_metadata(&path) {
+            Err(_) => continue,
+            Ok(m) if m.file_type().is_symlink() => "a symbolic link, not a file",
+            Ok(m) if m.is_dir() => "a directory, not a file",
+            Ok(m) if !m.is_file() => "not a regular file (a FIFO, socket or device)",
+            Ok(m) if m.len() > MAX_SIGNAL_BYTES => "larger than 64 KiB",
+            Ok(_) => {
+                out.push(Entry::Signal(path, name));
+                continue;
+            }
+        };
+        out.push(Entry::Bad(path, name, why.into()));
+    }
+    out.sort_by(|a, b| entry_name(a).cmp(entry_name(b)));
+    out
+}
+
+fn entry_name(e: &Entry) -> &str {
+    match e {
+        Entry::Signal(_, n) | Entry::Bad(_, n, _) => n,
+    }
+}
+
+/// Claims that a killed orchestrator left (`.taken-<pid>-<name>` of a dead pid) go back to
+/// their names, to be taken again.
+fn retry_orphaned_claims(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, original)) = name.strip_prefix(".taken-").and_then(|r| r.split_once('-')) else { continue };
+        let Ok(pid) = pid.parse::<i32>() else { continue };
+        let alive = rustix::process::Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+        if !alive {
+            let _ = std::fs::rename(e.path(), dir.join(original));
+        }
+    }
+}
+
+/// Moves `from` to `failed/<name>` with `<name>.error.txt` saying why.
+fn fail_entry(dir: &Path, from: &Path, name: &str, text: &str) {
+    let failed = dir.join("failed");
+    let _ = std::fs::create_dir_all(&failed);
+    if std::fs::rename(from, failed.join(name)).is_err() {
+        // Not movable (permissions): reported once, and removed if that is possible.
+        tracing::warn!("signal {name}: {text} (could not move it to failed/)");
+        let _ = std::fs::remove_file(from);
+    }
+    let _ = std::fs::write(failed.join(format!("{name}.error.txt")), text);
 }
 
 /// Takes every pending signal once. Never fails as a whole: each file's outcome is returned.
 pub fn poll(project: &Project) -> Vec<Handled> {
     let dir = project.home.signals();
+    retry_orphaned_claims(&dir);
     let mut handled = Vec::new();
-    for path in pending(&dir) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+    for entry in pending(&dir) {
+        let (path, name) = match entry {
+            Entry::Signal(path, name) => (path, name),
+            Entry::Bad(path, name, why) => {
+                // Claimed like a signal first, so that only one orchestrator reports it.
+                let claimed = dir.join(format!(".taken-{}-{name}", std::process::id()));
+                if std::fs::rename(&path, &claimed).is_ok() {
+                    let e = fail(&name, why);
+                    fail_entry(&dir, &claimed, &name, &format!("{e}\n"));
+                    handled.push(Handled { name, outcome: Err(e.to_string()) });
+                }
+                continue;
+            }
+        };
         // Claim the file first: a rename succeeds for exactly one orchestrator.
         let claimed = dir.join(format!(".taken-{}-{name}", std::process::id()));
         if std::fs::rename(&path, &claimed).is_err() {
             continue;
         }
-        let bytes = std::fs::read(&claimed).unwrap_or_default();
-        let outcome = match parse(project, &name, &bytes) {
-            Ok(Routed::Elsewhere) => {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&claimed).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_SIGNAL_BYTES + 1), &mut bytes));
+        let outcome = match (read, parse(project, &name, &bytes)) {
+            (Err(e), _) => Err(fail(&name, format!("unreadable: {e}"))),
+            _ if bytes.len() as u64 > MAX_SIGNAL_BYTES => Err(fail(&name, "larger than 64 KiB")),
+            (_, Ok(Routed::Elsewhere)) => {
                 // Not ours: put it back for its own project's orchestrator.
                 let _ = std::fs::rename(&claimed, &path);
                 continue;
             }
-            Ok(Routed::Ours(cmd)) => command::execute(project, cmd),
-            Err(e) => Err(e),
+            (_, Ok(Routed::Ours(cmd))) => command::execute(project, cmd),
+            (_, Err(e)) => Err(e),
         };
         match &outcome {
             Ok(_) => {
                 let _ = std::fs::remove_file(&claimed);
             }
             Err(e) => {
-                let failed = dir.join("failed");
-                let _ = std::fs::create_dir_all(&failed);
-                let _ = std::fs::rename(&claimed, failed.join(&name));
                 let text = match e.hint() {
                     Some(h) => format!("{e}\nhint: {h}\n"),
                     None => format!("{e}\n"),
                 };
-                let _ = std::fs::write(failed.join(format!("{name}.error.txt")), text);
+                fail_entry(&dir, &claimed, &name, &text);
                 tracing::warn!("signal {name} failed: {e}");
             }
         }

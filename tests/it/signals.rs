@@ -113,3 +113,44 @@ fn id_named_signals_reach_the_project_that_has_the_agent() {
     assert!(text.contains("no agent 'ffffff' in any running project") && text.contains(&a.root.display().to_string()) && text.contains(&b.root.display().to_string()), "{text}");
     up_b.kill9();
 }
+
+/// 1,000 bad entries, the odd kinds included (a directory, a symlink, a dangling symlink, a
+/// FIFO, a non-UTF-8 name, a 50 MB file): each ends in failed/ with a reason, `up` stays small,
+/// and a valid signal afterwards runs.
+#[test]
+fn odd_and_oversized_entries_fail_with_a_reason() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\n");
+    let dir = f.home.join("signals");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..994 {
+        drop_signal(&f, &format!("bad-{i:04}.json"), if i % 2 == 0 { b"{nope" } else { br#"{"type": "queue"}"# });
+    }
+    std::fs::create_dir(dir.join("a-directory.json")).unwrap();
+    std::os::unix::fs::symlink(f.root.join("a.txt"), dir.join("a-symlink.json")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/target", dir.join("dangling.json")).unwrap();
+    rustix::fs::mknodat(rustix::fs::CWD, dir.join("a-fifo.json"), rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0).unwrap();
+    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(b"bad-\xff-name.json")), b"{}").unwrap();
+    std::fs::File::create(dir.join("huge.json")).unwrap().set_len(50 << 20).unwrap();
+    let mut up = Up::start(&f);
+    let failed = dir.join("failed");
+    let reasons = [("a-directory.json", "a directory"), ("a-symlink.json", "a symbolic link"), ("dangling.json", "a symbolic link"), ("a-fifo.json", "not a regular file"), ("huge.json", "larger than 64 KiB"), ("bad-\u{fffd}-name.json", "not UTF-8")];
+    wait_until(120, "every bad entry failed", || {
+        (0..994).all(|i| failed.join(format!("bad-{i:04}.json.error.txt")).exists()) && reasons.iter().all(|(n, _)| failed.join(format!("{n}.error.txt")).exists())
+    });
+    for (n, why) in reasons {
+        let text = std::fs::read_to_string(failed.join(format!("{n}.error.txt"))).unwrap();
+        assert!(text.contains(why), "{n}: {text}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).filter(|n| n != "failed").collect();
+    assert!(left.is_empty(), "left in signals/: {left:?}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", up.child.id())).unwrap();
+    let rss: u64 = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    eprintln!("cairn up peak RSS {rss} KiB");
+    assert!(rss < 100 * 1024, "cairn up peaked at {rss} KiB");
+    drop_signal(&f, "zz-valid.json", br#"{"type": "queue", "reference": "write_file('a.txt', 'ok')", "provider": "inline"}"#);
+    let p = f.project();
+    wait_until(30, "the valid signal ran", || p.bin().unwrap().in_state(State::Reviewing).unwrap().len() == 1);
+    assert!(up.alive());
+}
