@@ -329,6 +329,7 @@ fn numbered_hunk(project: &Project, id: &str, path: &str, number: usize) -> Resu
 
 /// `cairn up`: workers, the watcher and signal polling until SIGINT or SIGTERM.
 fn up(project: &Project) -> Result<()> {
+    let _only = crate::daemon::one_up(project)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;

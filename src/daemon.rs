@@ -2,7 +2,7 @@
 //! set: recovery of interrupted agents, the file watcher (and the marker that says the index
 //! is live), the worker pool with pre-started sandbox children, and signal files.
 
-use cairn_core::error::Result;
+use cairn_core::error::{Error, Result};
 use cairn_core::index::LiveIndex;
 use cairn_core::orchestrator;
 use cairn_core::project::Project;
@@ -63,4 +63,30 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
         stop.store(true, Ordering::Relaxed);
         result
     })
+}
+
+/// Held by the one `cairn up` of a project: an `flock` on `.agentfs/up.lock`, which holds its
+/// pid (released by the kernel when the process dies).
+pub struct UpLock {
+    _file: std::fs::File,
+}
+
+/// Takes the project's `up` lock, or says which process holds it.
+pub fn one_up(project: &Project) -> Result<UpLock> {
+    use std::io::{Read, Seek, Write};
+    let path = project.agentfs().join("up.lock");
+    let mut file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {
+            let _ = file.set_len(0);
+            let _ = file.rewind();
+            let _ = write!(file, "{}", std::process::id());
+            Ok(UpLock { _file: file })
+        }
+        Err(_) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            Err(Error::Busy(format!("another `cairn up` (pid {}) already serves {}", holder.trim(), project.root.display())))
+        }
+    }
 }

@@ -181,3 +181,15 @@ fn the_worker_loop_survives_database_errors() {
         stop.store(true, Ordering::SeqCst);
     });
 }
+
+/// One `cairn up` per project: a second one refuses, naming the first's pid.
+#[test]
+fn a_second_up_refuses_naming_the_first() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let first = Up::start(&f);
+    let lock = f.root.join(".agentfs/up.lock");
+    wait_until(30, "the first up holds the lock", || std::fs::read_to_string(&lock).map(|t| t.trim() == first.child.id().to_string()).unwrap_or(false));
+    let second = f.cairn(&["up"]);
+    assert_eq!(second.code, 1, "{second:?}");
+    assert!(second.stderr.contains(&format!("another `cairn up` (pid {})", first.child.id())), "{}", second.stderr);
+}

@@ -45,6 +45,9 @@ pub enum Error {
     /// A bad argument from the user (CLI, signal file, RPC): the request itself is wrong.
     #[error("{0}")]
     Usage(String),
+    /// Another process already does this (a second `cairn up` on one project).
+    #[error("{0}")]
+    Busy(String),
     /// The agent has no proposal (yet): nothing to preview or review.
     #[error("agent {0} has no proposal yet")]
     NoProposal(String),
@@ -112,6 +115,7 @@ impl Error {
             Error::ProtectedPath { .. } => "protected_path",
             Error::Config(_) => "config",
             Error::Usage(_) => "usage",
+            Error::Busy(_) => "busy",
             Error::NoProposal(_) => "no_proposal",
             Error::NothingReviewing => "nothing_reviewing",
             Error::Hunk(_) => "hunk",
@@ -189,6 +193,7 @@ mod tests {
             Error::ProtectedPath { .. } => (1, "protected_path"),
             Error::Config(_) => (1, "config"),
             Error::Usage(_) => (2, "usage"),
+            Error::Busy(_) => (1, "busy"),
             Error::NoProposal(_) => (1, "no_proposal"),
             Error::NothingReviewing => (1, "nothing_reviewing"),
             Error::Hunk(_) => (1, "hunk"),
@@ -221,6 +226,7 @@ mod tests {
             Error::ProtectedPath { path: s(), rule: "r" },
             Error::Config(s()),
             Error::Usage(s()),
+            Error::Busy(s()),
             Error::NoProposal(s()),
             Error::NothingReviewing,
             Error::Hunk(s()),
