@@ -115,6 +115,12 @@ pub enum Cmd {
         /// Agent id (any unique prefix).
         id: String,
     },
+    /// Check the project's state: every database (SQLite quick_check) and the index against
+    /// the tree. Read-only; exit 1 when anything is wrong.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// List the hunks of a proposal, numbered per file (conflicts marked).
     Hunks {
         /// Agent id (any unique prefix).
@@ -258,6 +264,11 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let project = open_project(root, home, false)?;
             project.ensure_initialized()?;
             return up(&project).map(|_| 0);
+        }
+        Cmd::Doctor { json } => {
+            let project = open_project(root, home, false)?;
+            let report = cairn_core::doctor::run(&project)?;
+            return Ok(crate::render::doctor(&report, json));
         }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

@@ -123,6 +123,9 @@ fn status(s: &Status) {
     if let Some(e) = &s.error {
         outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(e));
     }
+    if let Some(d) = &s.damage {
+        outln!("DAMAGED   {}", esc(d));
+    }
     for c in &s.changes {
         outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), esc(&c.path));
     }
@@ -133,4 +136,22 @@ fn status(s: &Status) {
 pub(crate) fn print_json(v: &impl serde::Serialize) -> cairn_core::error::Result<()> {
     outln!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
+}
+
+/// `cairn doctor`: one line per database, then the index's drift; exit 1 when not ok.
+pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
+    if json {
+        let _ = print_json(report);
+    } else {
+        for d in &report.databases {
+            outln!("{}: {}", d.path.display(), esc(&d.result));
+        }
+        for (what, paths) in [("on disk, not indexed", &report.unindexed), ("indexed, not on disk", &report.ghosts), ("changed since indexed", &report.stale)] {
+            if !paths.is_empty() {
+                outln!("{} path(s) {what}: {}", paths.len(), esc(&paths.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
+            }
+        }
+        outln!("{}", if report.ok { "ok" } else { "problems found (see above)" });
+    }
+    i32::from(!report.ok)
 }

@@ -146,3 +146,62 @@ fn killed_workers_hold_no_slot() {
         assert_eq!(p.bin().unwrap().get(id).unwrap().state, State::Rejected);
     }
 }
+
+/// Corruption is never silent: a truncated overlay, a truncated or missing bin.db and a
+/// corrupt stable.db each give an error naming the file, lose no proposal silently, and are
+/// reported by `cairn doctor`.
+#[test]
+fn corruption_is_named_and_never_silent() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('a.txt', 'b\\n')");
+    assert_eq!(f.cairn(&["doctor"]).code, 0, "a healthy project: {:?}", f.cairn(&["doctor"]));
+    let agentfs = f.root.join(".agentfs");
+    let overlay = agentfs.join(format!("agent-{}.db", s.id));
+    let _ = std::fs::remove_file(agentfs.join(format!("agent-{}.db-wal", s.id)));
+    let _ = std::fs::remove_file(agentfs.join(format!("agent-{}.db-shm", s.id)));
+    std::fs::File::create(&overlay).unwrap().set_len(0).unwrap();
+    let r = f.cairn(&["accept", &s.id]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("damaged") && r.stderr.contains(&overlay.display().to_string()), "{}", r.stderr);
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\n");
+    assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "reviewing", "the proposal is not marked accepted");
+    let doc = f.cairn(&["doctor"]);
+    assert_eq!(doc.code, 1);
+    assert!(doc.stdout.contains(&format!("{}: empty (truncated)", overlay.display())), "{}", doc.stdout);
+
+    // bin.db truncated, then missing, beside existing overlays: refused, never recreated empty.
+    let bin = agentfs.join("bin.db");
+    let saved = std::fs::read(&bin).unwrap();
+    for damage in ["truncated", "missing"] {
+        let _ = std::fs::remove_file(agentfs.join("bin.db-wal"));
+        let _ = std::fs::remove_file(agentfs.join("bin.db-shm"));
+        if damage == "truncated" {
+            std::fs::File::create(&bin).unwrap().set_len(0).unwrap();
+        } else {
+            std::fs::remove_file(&bin).unwrap();
+        }
+        for args in [vec!["list-agents"], vec!["init"]] {
+            let r = f.cairn(&args);
+            assert_eq!(r.code, 1, "{damage} {args:?}: {r:?}");
+            assert!(r.stderr.contains(&bin.display().to_string()) && r.stderr.contains("restore it"), "{damage}: {}", r.stderr);
+        }
+        assert!(!bin.exists() || std::fs::metadata(&bin).unwrap().len() == 0, "{damage}: bin.db was recreated");
+    }
+    std::fs::write(&bin, &saved).unwrap();
+
+    // stable.db overwritten in its middle: named, and doctor reports it.
+    let stable = agentfs.join("stable.db");
+    let _ = std::fs::remove_file(agentfs.join("stable.db-wal"));
+    let _ = std::fs::remove_file(agentfs.join("stable.db-shm"));
+    let mut bytes = std::fs::read(&stable).unwrap();
+    for b in bytes.iter_mut().skip(16).take(4096) {
+        *b = 0xA5;
+    }
+    std::fs::write(&stable, &bytes).unwrap();
+    let r = f.cairn(&["run", "--provider", "inline", "read_file('a.txt')"]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains(&stable.display().to_string()), "{}", r.stderr);
+    let doc = f.cairn(&["doctor"]);
+    assert_eq!(doc.code, 1);
+    assert!(doc.stdout.lines().any(|l| l.starts_with(&stable.display().to_string()) && !l.ends_with(": ok")), "{}", doc.stdout);
+}

@@ -118,7 +118,9 @@ fn submit_result_log_and_audit() {
     assert_eq!(sub["summary"], "did a");
     assert_eq!(sub["changed_files"], json!(["a.txt"]));
     let log = std::fs::read_to_string(f.root.join(format!(".grail/agents/{}/run.log", s.id))).unwrap();
-    assert_eq!(log, "step one\nprinted 2\n");
+    let (agent_lines, ended) = log.rsplit_once("run ended after ").expect("the run time closes the log");
+    assert_eq!(agent_lines, "step one\nprinted 2\n");
+    assert!(ended.trim_end().ends_with(" ms"), "{log}");
     // Without submit_result, a submission is derived from the changes.
     let d = f.run_ok("write_file('b.txt', 'b')\nwrite_file('c.txt', 'c')");
     let sub = d.submission.unwrap();

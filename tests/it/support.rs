@@ -213,12 +213,15 @@ impl Drop for Up {
     }
 }
 
-/// How long agent `id` was executing, by the run's own clock: from its `executing` event to
-/// the event that ended it (test-side timing would count process start-up under load).
+/// How long agent `id`'s run took, by the run's own clock: from its `executing` transition
+/// to the end of the sandbox and host-side work, as `run.log` records it ("run ended after N
+/// ms"). Test-side timing would count process start-up and storage latency under load.
 pub fn run_time(p: &cairn::project::Project, id: &str) -> Duration {
-    use cairn::lifecycle::State;
-    let events: Vec<_> = p.bin().unwrap().events_since(0).unwrap().into_iter().filter(|e| e.agent_id == id).collect();
-    let began = events.iter().find(|e| e.state == State::Executing).expect("an executing event").ts_ms;
-    let ended = events.iter().filter(|e| e.state != State::Executing && e.ts_ms >= began).map(|e| e.ts_ms).min().expect("an end event");
-    Duration::from_millis((ended - began).max(0) as u64)
+    let log = std::fs::read_to_string(p.agent_dir(id).join("run.log")).unwrap_or_default();
+    let ms = log
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("run ended after ")?.strip_suffix(" ms")?.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no run time in the log of {id}: {log}"));
+    Duration::from_millis(ms)
 }

@@ -56,6 +56,9 @@ pub struct Status {
     pub error: Option<String>,
     pub error_kind: Option<ErrorKind>,
     pub changes: Vec<ChangeSummary>,
+    /// Why the agent's overlay cannot be read, when it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damage: Option<String>,
     pub attempts: u32,
     pub accept_pending: bool,
     pub undone: bool,
@@ -102,10 +105,15 @@ pub enum Output {
 
 /// Builds the status of an agent record.
 pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Result<Status> {
-    let changes = if with_changes {
-        review::changes(project, &rec.id)?.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind }).collect()
+    // A damaged overlay does not hide the agent: its status says so instead of failing.
+    let (changes, damage) = if with_changes {
+        match review::changes(project, &rec.id) {
+            Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind }).collect(), None),
+            Err(e @ Error::Overlay { .. }) => (Vec::new(), Some(e.to_string())),
+            Err(e) => return Err(e),
+        }
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     Ok(Status {
         id: rec.id.clone(),
@@ -120,6 +128,7 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
         error: rec.error.clone(),
         error_kind: rec.error_kind,
         changes,
+        damage,
         attempts: rec.attempts,
         accept_pending: rec.accept_pending,
         undone: rec.undone,

@@ -81,6 +81,9 @@ pub enum Error {
     /// An SQLite error.
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
+    /// A database file is damaged or missing: the message names the file and how to recover.
+    #[error("database {}: {message}", path.display())]
+    Database { path: PathBuf, message: String },
     /// Malformed JSON stored or received.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
@@ -115,6 +118,7 @@ impl Error {
             Error::ProtectedPath { .. } => "protected_path",
             Error::Config(_) => "config",
             Error::Usage(_) => "usage",
+            Error::Database { .. } => "database",
             Error::Busy(_) => "busy",
             Error::NoProposal(_) => "no_proposal",
             Error::NothingReviewing => "nothing_reviewing",
@@ -193,6 +197,7 @@ mod tests {
             Error::ProtectedPath { .. } => (1, "protected_path"),
             Error::Config(_) => (1, "config"),
             Error::Usage(_) => (2, "usage"),
+            Error::Database { .. } => (1, "database"),
             Error::Busy(_) => (1, "busy"),
             Error::NoProposal(_) => (1, "no_proposal"),
             Error::NothingReviewing => (1, "nothing_reviewing"),
@@ -227,6 +232,7 @@ mod tests {
             Error::Config(s()),
             Error::Usage(s()),
             Error::Busy(s()),
+            Error::Database { path: std::path::PathBuf::new(), message: s() },
             Error::NoProposal(s()),
             Error::NothingReviewing,
             Error::Hunk(s()),

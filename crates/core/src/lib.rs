@@ -37,5 +37,6 @@ pub mod workspace;
 pub mod gc;
 pub mod command;
 pub mod display;
+pub mod doctor;
 
 pub use error::{Error, Result};

@@ -96,11 +96,37 @@ impl Project {
 
     /// Fails unless `init` has run.
     pub fn ensure_initialized(&self) -> Result<()> {
+        self.refuse_lost_bin()?;
         if self.agentfs().join("bin.db").is_file() {
             Ok(())
         } else {
             Err(Error::NotInitialized(self.root.clone()))
         }
+    }
+
+    /// Refuses to go on when `bin.db` is missing or empty beside existing agent overlays.
+    pub fn refuse_lost_bin(&self) -> Result<()> {
+        let bin = self.agentfs().join("bin.db");
+        let len = std::fs::metadata(&bin).map(|m| m.len()).ok();
+        // Never a silent fresh start over existing agents: their overlays would be orphaned.
+        if len.is_none_or(|l| l == 0) && self.has_overlays() {
+            let what = if len.is_some() { "is empty (truncated)" } else { "is missing" };
+            return Err(Error::Database {
+                path: bin,
+                message: format!("{what}, but agent overlays exist beside it: restore it from a backup; or move .agentfs/agent-*.db and .agentfs/bin/ aside and run `cairn init` (their agents are then forgotten)"),
+            });
+        }
+        Ok(())
+    }
+
+    fn has_overlays(&self) -> bool {
+        let live = std::fs::read_dir(self.agentfs()).into_iter().flatten().flatten();
+        let archived = std::fs::read_dir(self.agentfs().join("bin")).into_iter().flatten().flatten();
+        live.chain(archived).any(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("agent-") && n.ends_with(".db")
+        })
     }
 
     /// Opens `stable.db`.
@@ -124,7 +150,9 @@ impl Project {
     pub fn existing_overlay(&self, id: &str) -> Result<Option<Overlay>> {
         for p in [self.overlay_path(id), self.archived_overlay_path(id)] {
             if p.is_file() {
-                return Ok(Some(Overlay::open(&p)?));
+                return Overlay::open_existing(&p)
+                    .map(Some)
+                    .map_err(|e| Error::Overlay { id: id.to_string(), message: format!("the overlay is damaged ({e}); reject the agent, or restore the file") });
             }
         }
         Ok(None)

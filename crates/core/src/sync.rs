@@ -64,6 +64,7 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
 /// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
 pub fn init(project: &Project) -> Result<InitReport> {
     let agentfs = project.agentfs();
+    project.refuse_lost_bin()?;
     std::fs::create_dir_all(&agentfs).map_err(|e| Error::io(&agentfs, e))?;
     let mut stable = project.stable()?;
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
@@ -133,6 +134,29 @@ fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
         })
     });
     found.into_inner().unwrap_or_default()
+}
+
+/// How `stable.db` differs from the tree: paths only in the tree, paths only in the index, and
+/// files whose size or mtime differ. Read-only (for `cairn doctor`).
+pub fn drift(project: &Project) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
+    let indexed: HashMap<String, Entry> = project.stable()?.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();
+    let on_disk = walk(&project.root);
+    let mut missing = Vec::new();
+    let mut changed = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (rel, md) in &on_disk {
+        seen.insert(rel.clone());
+        match indexed.get(rel) {
+            None => missing.push(rel.clone()),
+            Some(e) if md.is_file() && (e.size != md.size() || e.mtime_ns != mtime_ns(md)) => changed.push(rel.clone()),
+            Some(_) => {}
+        }
+    }
+    let mut extra: Vec<String> = indexed.keys().filter(|p| !seen.contains(*p)).cloned().collect();
+    for v in [&mut missing, &mut extra, &mut changed] {
+        v.sort();
+    }
+    Ok((missing, extra, changed))
 }
 
 /// Brings `stable.db` in line with the disk for each of `rels` (created, modified, deleted or

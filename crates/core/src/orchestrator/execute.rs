@@ -60,15 +60,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let id = rec.id.as_str();
     let dir = project.agent_dir(id);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    // A re-run (its worker died mid-run) starts from an empty overlay: whatever the first
-    // attempt wrote is set aside, never run again on top of.
-    if let Some(aside) = project.set_aside_overlay(id)? {
-        let note = format!("re-run: the interrupted attempt's overlay was set aside as {}\n", aside.display());
-        let log = dir.join("run.log");
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&log) {
-            let _ = f.write_all(note.as_bytes());
-        }
-    }
+    set_aside_previous_attempt(project, id, &dir)?;
 
     // generating
     let code = providers::get_code(project, rec.provider, &rec.task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
@@ -85,7 +77,8 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let mut bin = project.bin()?;
     bin.transition(id, State::Executing, "execute", TransitionExtra::default())?;
     // timeout_seconds counts from here: setting up the overlay is part of the run.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds);
+    let began = std::time::Instant::now();
+    let deadline = began + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds);
     let overlay = project.overlay(id)?;
     let log_path = dir.join("run.log");
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
@@ -104,10 +97,12 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let outcome = runner::run(&project.exe, pool, &source, "task.pym", inputs, &mut host)?;
     let submitted = host.submitted();
     drop(host);
+    let ended = match &outcome.error {
+        Some((kind, message)) => format!("error ({kind}): {message}\nrun ended after {} ms", began.elapsed().as_millis()),
+        None => format!("run ended after {} ms", began.elapsed().as_millis()),
+    };
+    log_line(&log_path, &ended);
     if let Some((kind, message)) = outcome.error {
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log_path) {
-            let _ = writeln!(f, "error ({kind}): {message}");
-        }
         return Err(Failure::Agent(kind, message));
     }
 
@@ -139,3 +134,19 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     )?)
 }
 
+
+/// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted
+/// attempt wrote is set aside, never run again on top of.
+fn set_aside_previous_attempt(project: &Project, id: &str, dir: &std::path::Path) -> Result<()> {
+    if let Some(aside) = project.set_aside_overlay(id)? {
+        log_line(&dir.join("run.log"), &format!("re-run: the interrupted attempt's overlay was set aside as {}", aside.display()));
+    }
+    Ok(())
+}
+
+/// Appends a line to the run log (best effort: the log never fails a run).
+fn log_line(path: &std::path::Path, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(f, "{line}");
+    }
+}

@@ -54,14 +54,36 @@ const SCHEMA_VERSION: i32 = 2;
 /// readers never block the writer; a busy timeout, so several cairn processes can share it;
 /// synchronous=NORMAL, so commits survive any process crash.
 pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    // An error opening a database always names it: "file is not a database" alone helps nobody.
+    let named = |e: rusqlite::Error| crate::error::Error::Database { path: path.to_path_buf(), message: format!("{e} (`cairn doctor` checks every database)") };
+    let conn = Connection::open(path).map_err(named)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(named)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
+    // Reading the header page finds a truncated or foreign file here, not halfway through.
+    let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(named)?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(named)?;
     if version != SCHEMA_VERSION {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(named)?;
         // One transaction for the whole schema: one commit, not one per table.
-        conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))?;
+        conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")).map_err(named)?;
+    }
+    Ok(conn)
+}
+
+/// Opens a database that must already exist with table `table` (never creates one: an empty
+/// or truncated file is damage, not a fresh start).
+pub(crate) fn open_existing(path: &Path, schema: &str, table: &str) -> Result<Connection> {
+    let damaged = |why: String| crate::error::Error::Database { path: path.to_path_buf(), message: why };
+    let len = std::fs::metadata(path).map_err(|e| damaged(format!("cannot be read: {e}")))?.len();
+    if len == 0 {
+        return Err(damaged("is empty (truncated): it holds nothing any more".into()));
+    }
+    let conn = open(path, schema)?;
+    let has: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| r.get(0))
+        .map_err(|e| damaged(e.to_string()))?;
+    if has == 0 {
+        return Err(damaged(format!("is damaged: its table '{table}' is missing")));
     }
     Ok(conn)
 }

@@ -77,7 +77,16 @@ pub struct Overlay {
 impl Overlay {
     /// Opens or creates the overlay at `path`.
     pub fn open(path: &Path) -> Result<Overlay> {
-        let conn = super::open(path, SCHEMA)?;
+        Overlay::with(super::open(path, SCHEMA)?)
+    }
+
+    /// Opens an overlay that must exist and be whole (an agent past executing has one): an
+    /// empty or damaged file is an error naming it, never an empty proposal.
+    pub fn open_existing(path: &Path) -> Result<Overlay> {
+        Overlay::with(super::open_existing(path, SCHEMA, "entries")?)
+    }
+
+    fn with(conn: Connection) -> Result<Overlay> {
         // Overlays made before base contents were kept gain the column (empty for old rows).
         let has_content: bool = conn.prepare("SELECT 1 FROM pragma_table_info('bases') WHERE name = 'content'")?.exists([])?;
         if !has_content {

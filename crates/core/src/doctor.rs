@@ -1,0 +1,62 @@
+//! `cairn doctor`: the integrity of a project's state. SQLite's `quick_check` on every
+//! database (the index, the agents, each overlay, live and archived), and the index compared
+//! with the tree. Read-only: it reports, it never repairs.
+
+use crate::error::Result;
+use crate::project::Project;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// One database and what `quick_check` said of it (`ok`, or the problems).
+#[derive(Debug, Serialize)]
+pub struct DbCheck {
+    pub path: PathBuf,
+    pub result: String,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub databases: Vec<DbCheck>,
+    /// Paths on disk the index lacks, in the index but gone, and with other size or mtime.
+    pub unindexed: Vec<String>,
+    pub ghosts: Vec<String>,
+    pub stale: Vec<String>,
+    pub ok: bool,
+}
+
+fn quick_check(path: &std::path::Path) -> String {
+    let check = || -> std::result::Result<String, String> {
+        if std::fs::metadata(path).map_err(|e| e.to_string())?.len() == 0 {
+            return Err("empty (truncated)".into());
+        }
+        let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| e.to_string())?;
+        let rows: Vec<String> = conn
+            .prepare("PRAGMA quick_check")
+            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())
+            .map_err(|e| e.to_string())?;
+        Ok(rows.join("; "))
+    };
+    check().unwrap_or_else(|e| e)
+}
+
+/// Checks every database of `project` and compares the index with the tree.
+pub fn run(project: &Project) -> Result<Report> {
+    let agentfs = project.agentfs();
+    let mut dbs = vec![agentfs.join("stable.db"), agentfs.join("bin.db")];
+    for dir in [agentfs.clone(), agentfs.join("bin")] {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("agent-") && n.ends_with(".db")))
+            .collect();
+        found.sort();
+        dbs.extend(found);
+    }
+    let databases: Vec<DbCheck> = dbs.into_iter().map(|path| DbCheck { result: quick_check(&path), path }).collect();
+    let (unindexed, ghosts, stale) = if databases[0].result == "ok" { crate::sync::drift(project)? } else { Default::default() };
+    let ok = databases.iter().all(|d| d.result == "ok") && unindexed.is_empty() && ghosts.is_empty() && stale.is_empty();
+    Ok(Report { databases, unindexed, ghosts, stale, ok })
+}
