@@ -10,6 +10,9 @@ use cairn_core::sandbox::pool::Pool;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// How often the index is reconciled with the tree by a stat walk.
+const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
 /// Pre-started children kept by a long-running process.
 const POOL_SIZE: usize = 2;
 
@@ -36,9 +39,19 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer, (project.config.orchestrator.max_concurrent_agents as usize).min(POOL_SIZE));
     std::thread::scope(|s| {
         s.spawn(|| {
+            // Events keep the index current within milliseconds; a periodic stat-based
+            // reconcile (incremental: unchanged files are not read) makes it right whatever the
+            // events missed or misordered (directory swaps, renames then re-creation, overflow).
+            let mut last_reconcile = std::time::Instant::now();
             while !stop.load(Ordering::Relaxed) {
                 if let Err(e) = watcher.pump(Duration::from_millis(200)) {
                     tracing::warn!("watcher: {e}");
+                }
+                if last_reconcile.elapsed() >= RECONCILE_EVERY {
+                    if let Err(e) = cairn_core::sync::init(project) {
+                        tracing::warn!("reconcile: {e}");
+                    }
+                    last_reconcile = std::time::Instant::now();
                 }
             }
         });

@@ -48,12 +48,19 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
     if kind == Kind::File {
         match prev {
             Some(p) if p.kind == Kind::File && p.size == e.size && p.mtime_ns == e.mtime_ns && p.hash.is_some() => e.hash = p.hash,
-            _ => match fsx::hash(root, rel)? {
-                Some((hash, size)) => {
+            _ => match fsx::hash(root, rel) {
+                Ok(Some((hash, size))) => {
                     e.size = size;
                     e.hash = Some(hash);
                 }
-                None => return Ok(None),
+                Ok(None) => return Ok(None),
+                // One unreadable file never fails the index (nor the batch it is in): it is
+                // left out, with a warning, and agents see it as absent.
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                    tracing::warn!("{rel}: not readable, left out of the index");
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
             },
         }
     }
