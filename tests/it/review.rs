@@ -327,3 +327,15 @@ fn two_accepts_of_one_agent_at_once() {
         assert_eq!(f.read_str("f.py").unwrap(), BASE.replace("l2\n", "AGENT\n"));
     }
 }
+
+/// Undo of an accept that created a file in new directories removes those directories too.
+#[test]
+fn undo_removes_the_directories_accept_created() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("keep/k.txt", "k\n")]);
+    let s = f.run_ok("write_file('new/deep/dir/n.txt', 'n')\nwrite_file('keep/n.txt', 'n')");
+    f.cairn(&["accept", &s.id]).ok();
+    assert!(f.root.join("new/deep/dir/n.txt").is_file());
+    f.cairn(&["undo", &s.id]).ok();
+    assert!(!f.root.join("new").exists(), "empty directories left behind");
+    assert!(f.root.join("keep/k.txt").is_file() && !f.root.join("keep/n.txt").exists());
+}

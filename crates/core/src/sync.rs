@@ -131,7 +131,11 @@ fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
         let found = &found;
         Box::new(move |res| {
             let Ok(ent) = res else { return ignore::WalkState::Continue };
-            let rel = ent.path().strip_prefix(root).ok().and_then(Path::to_str).filter(|r| !r.is_empty());
+            let stripped = ent.path().strip_prefix(root).ok();
+            if stripped.is_some_and(|r| r.to_str().is_none()) {
+                warn_once_unindexed(ent.path());
+            }
+            let rel = stripped.and_then(Path::to_str).filter(|r| !r.is_empty());
             if let (Some(rel), Ok(md)) = (rel, ent.metadata()) {
                 if let Ok(mut f) = found.lock() {
                     f.push((rel.to_string(), md));
@@ -164,6 +168,16 @@ pub fn drift(project: &Project) -> Result<(Vec<String>, Vec<String>, Vec<String>
         v.sort();
     }
     Ok((missing, extra, changed))
+}
+
+/// Non-UTF-8 names are not indexed (paths are text everywhere in Cairn: the index, the
+/// externals, the diff); each is reported once per process.
+fn warn_once_unindexed(path: &Path) {
+    static WARNED: std::sync::OnceLock<Mutex<std::collections::HashSet<std::path::PathBuf>>> = std::sync::OnceLock::new();
+    let warned = WARNED.get_or_init(Default::default);
+    if warned.lock().map(|mut w| w.insert(path.to_path_buf())).unwrap_or(false) {
+        tracing::warn!("{}: the name is not UTF-8, so it is not indexed (agents do not see it)", path.display());
+    }
 }
 
 /// Brings `stable.db` in line with the disk for each of `rels` (created, modified, deleted or

@@ -47,6 +47,13 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
             }
             _ => {
                 fsx::remove(&project.root, &j.path)?;
+                // The directories accept made for a new file go with it (only empty ones: an
+                // rmdir never removes anything else).
+                for dir in crate::paths::ancestors(&j.path).collect::<Vec<_>>().into_iter().rev() {
+                    if std::fs::remove_dir(project.root.join(dir)).is_err() {
+                        break;
+                    }
+                }
                 report.removed.push(j.path.clone());
             }
         }
