@@ -120,3 +120,41 @@ fn the_index_converges_after_swaps_recreations_and_a_soak() {
     }
     settled("soak of 3,000 operations");
 }
+
+/// A bounded soak of 20,000 operations with nested directory moves: `cairn up` stays small
+/// (the figure is printed; the bound is loose).
+#[test]
+fn up_memory_stays_bounded_under_nested_directory_moves() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let up = Up::start(&f);
+    wait_until(30, "watcher to start", || {
+        f.write("probe.txt", "p");
+        indexed(&f).contains(&"probe.txt".to_string())
+    });
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for i in 0..20_000 {
+        let d = format!("n{}/m{}/o{}", next(5), next(5), next(3));
+        if next(3) == 0 {
+            let (a, b) = (format!("n{}", next(5)), format!("n{}", next(5)));
+            if a != b && f.root.join(&a).exists() {
+                let _ = std::fs::rename(f.root.join(&b), f.root.join(format!("tmp{i}")));
+                let _ = std::fs::rename(f.root.join(&a), f.root.join(&b));
+                let _ = std::fs::rename(f.root.join(format!("tmp{i}")), f.root.join(&a));
+            }
+        } else {
+            f.write(&format!("{d}/f{}.txt", next(10)), format!("{i}"));
+        }
+    }
+    let p = f.project();
+    wait_until(30, "index settles", || cairn::sync::drift(&p).map(|(a, b, c)| a.is_empty() && b.is_empty() && c.is_empty()).unwrap_or(false));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", up.child.id())).unwrap();
+    let rss: u64 = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    eprintln!("cairn up RSS after 20,000 operations: {} MiB", rss / 1024);
+    assert!(rss < 100 * 1024, "cairn up holds {rss} KiB");
+}
