@@ -275,8 +275,8 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             return Ok(crate::render::check(&out, json));
         }
         Cmd::Init => (Command::Init, false),
-        Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority }, json),
-        Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High }, json),
+        Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority, key: None }, json),
+        Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High, key: None }, json),
         Cmd::Run { reference, provider, json } => (Command::Run { reference, provider }, json),
         Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
         Cmd::Status { id, json } => (Command::Status { id }, json),

@@ -88,6 +88,12 @@ pub enum Routed {
 /// without `project_root` belongs to the project whose `bin.db` has the agent: a host for
 /// another project sharing `CAIRN_HOME` never takes it.
 pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Routed> {
+    parse_keyed(project, name, bytes, None)
+}
+
+/// [`parse`] with the identity of the signal file: a queue signal taken again after a crash
+/// (same file, same content) queues nothing new.
+fn parse_keyed(project: &Project, name: &str, bytes: &[u8], key: Option<String>) -> Result<Routed> {
     let stem = name.strip_suffix(".json").unwrap_or(name);
     let (name_type, name_id) = match stem.split_once('-') {
         Some((t, rest)) if TYPES.contains(&t) => (Some(t), Some(rest)),
@@ -134,9 +140,9 @@ pub fn parse(project: &Project, name: &str, bytes: &[u8]) -> Result<Routed> {
                 Some(p) => p.parse::<Priority>().map_err(|e| fail(name, e))?,
                 None => Priority::Normal,
             };
-            Command::Queue { reference: reference()?, provider, priority }
+            Command::Queue { reference: reference()?, provider, priority, key }
         }
-        "spawn" => Command::Queue { reference: reference()?, provider, priority: Priority::High },
+        "spawn" => Command::Queue { reference: reference()?, provider, priority: Priority::High, key },
         "accept" => Command::Accept { id: id()?, force: false },
         "reject" => Command::Reject { id: id()? },
         other => return Err(fail(name, format!("unknown type '{other}' (queue, spawn, accept or reject)"))),
@@ -246,7 +252,7 @@ pub fn poll(project: &Project) -> Vec<Handled> {
         }
         let mut bytes = Vec::new();
         let read = std::fs::File::open(&claimed).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_SIGNAL_BYTES + 1), &mut bytes));
-        let outcome = match (read, parse(project, &name, &bytes)) {
+        let outcome = match (read, parse_keyed(project, &name, &bytes, Some(identity(&claimed, &name, &bytes)))) {
             (Err(e), _) => Err(fail(&name, format!("unreadable: {e}"))),
             _ if bytes.len() as u64 > MAX_SIGNAL_BYTES => Err(fail(&name, "larger than 64 KiB")),
             (_, Ok(Routed::Elsewhere)) => {
@@ -254,7 +260,7 @@ pub fn poll(project: &Project) -> Vec<Handled> {
                 let _ = std::fs::rename(&claimed, &path);
                 continue;
             }
-            (_, Ok(Routed::Ours(cmd))) => command::execute(project, cmd),
+            (_, Ok(Routed::Ours(cmd))) => run_once(project, cmd),
             (_, Err(e)) => Err(e),
         };
         match &outcome {
@@ -273,4 +279,29 @@ pub fn poll(project: &Project) -> Vec<Handled> {
         handled.push(Handled { name, outcome: outcome.map_err(|e| e.to_string()) });
     }
     handled
+}
+
+/// A signal file's identity across a crash: its name, inode, mtime and content (a claim put
+/// back by [`retry_orphaned_claims`] keeps all four; a new file with the same name does not).
+fn identity(path: &Path, name: &str, bytes: &[u8]) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let (ino, mtime) = std::fs::metadata(path).map(|m| (m.ino(), m.mtime_nsec() + m.mtime() * 1_000_000_000)).unwrap_or_default();
+    format!("signal:{name}:{ino}:{mtime}:{}", cairn_core::store::hex_hash(bytes))
+}
+
+/// Runs a signal's command. An accept or reject that a crash made run twice finds its work
+/// done: that counts as success, not as a failure to report.
+fn run_once(project: &Project, cmd: Command) -> Result<command::Output> {
+    let target = match &cmd {
+        Command::Accept { id, .. } => Some((id.clone(), cairn_core::lifecycle::State::Accepted)),
+        Command::Reject { id } => Some((id.clone(), cairn_core::lifecycle::State::Rejected)),
+        _ => None,
+    };
+    match command::execute(project, cmd) {
+        Err(Error::IllegalTransition { .. }) if target.as_ref().is_some_and(|(id, to)| project.bin().and_then(|b| b.get(id)).is_ok_and(|r| r.state == *to)) => match target {
+            Some((id, _)) => command::execute(project, Command::Status { id }),
+            None => Err(Error::Internal("signal target vanished".into())),
+        },
+        other => other,
+    }
 }

@@ -309,7 +309,7 @@ fn queue_checked(project: &Project, task: String, provider: Option<Provider>, pr
             "'{task}' is not a .pym script and no LLM is configured: set [llm] endpoint or command in config.toml (see :help cairn-config-llm.endpoint)"
         )));
     }
-    command::execute(project, Command::Queue { reference: task, provider: Some(provider), priority })
+    command::execute(project, Command::Queue { reference: task, provider: Some(provider), priority, key: None })
 }
 
 fn error_value(e: &Error) -> serde_json::Value {

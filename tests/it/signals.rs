@@ -154,3 +154,33 @@ fn odd_and_oversized_entries_fail_with_a_reason() {
     wait_until(30, "the valid signal ran", || p.bin().unwrap().in_state(State::Reviewing).unwrap().len() == 1);
     assert!(up.alive());
 }
+
+/// SIGKILL `cairn up` at 15 instants while it takes 1,500 signals: every signal is processed
+/// exactly once (a claim a killed process left is retried; a retried queue is not doubled).
+#[test]
+fn signals_survive_kills_exactly_once() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 10\n");
+    let dir = f.home.join("signals");
+    for i in 0..1500 {
+        drop_signal(&f, &format!("sig-{i:04}.json"), format!(r#"{{"type": "queue", "reference": "missing-{i:04}.pym", "provider": "file"}}"#).as_bytes());
+    }
+    let pending = || std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".json")).count();
+    for round in 0..15u64 {
+        let mut up = Up::start(&f);
+        // Fault injection, not synchronisation: a kill somewhere in the first ~400 ms.
+        std::thread::sleep(std::time::Duration::from_millis(60 + (round * 53) % 340));
+        up.kill9();
+    }
+    let _up = Up::start(&f);
+    wait_until(120, "every signal taken", || pending() == 0);
+    let p = f.project();
+    let mut tasks: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.task).collect();
+    tasks.sort();
+    let mut want: Vec<String> = (0..1500).map(|i| format!("missing-{i:04}.pym")).collect();
+    want.sort();
+    let doubled: Vec<&String> = tasks.windows(2).filter(|w| w[0] == w[1]).map(|w| &w[0]).collect();
+    assert!(doubled.is_empty(), "queued twice: {:?}", &doubled[..doubled.len().min(5)]);
+    assert_eq!(tasks, want, "every signal queued exactly once");
+    assert!(!dir.join("failed").exists() || std::fs::read_dir(dir.join("failed")).unwrap().count() == 0);
+}

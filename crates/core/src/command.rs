@@ -16,7 +16,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Init,
-    Queue { reference: String, provider: Option<Provider>, priority: Priority },
+    /// `key` makes it idempotent (see [`crate::orchestrator::queue_once`]).
+    Queue { reference: String, provider: Option<Provider>, priority: Priority, key: Option<String> },
     Run { reference: String, provider: Option<Provider> },
     ListAgents { all: bool },
     Status { id: String },
@@ -152,9 +153,9 @@ pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
 pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
     match cmd {
         Command::Init => Ok(Output::Init(sync::init(project)?)),
-        Command::Queue { reference, provider, priority } => {
+        Command::Queue { reference, provider, priority, key } => {
             index::ensure_index(project)?;
-            let rec = orchestrator::queue(project, &reference, provider, priority)?;
+            let rec = orchestrator::queue_once(project, &reference, provider, priority, key.as_deref())?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
         Command::Run { reference, provider } => {

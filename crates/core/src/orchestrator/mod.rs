@@ -23,11 +23,17 @@ use std::time::Duration;
 
 /// Queues a new agent; returns its record (state `queued`).
 pub fn queue(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority) -> Result<AgentRecord> {
+    queue_once(project, reference, provider, priority, None)
+}
+
+/// Like [`queue`], idempotent under `key`: a retried request (a signal file taken again after
+/// a crash) returns the agent it queued the first time.
+pub fn queue_once(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>) -> Result<AgentRecord> {
     if reference.trim().is_empty() {
         return Err(Error::Usage("the task reference is empty".into()));
     }
     let provider = provider.unwrap_or_else(|| providers::default_for(project, reference));
-    project.bin()?.insert(reference, provider, priority)
+    project.bin()?.insert(reference, provider, priority, key)
 }
 
 /// Re-queues or errors agents whose worker died (SPEC §3 restart rule).

@@ -25,6 +25,11 @@ pub fn hash_bytes(bytes: &[u8]) -> Hash {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// The content hash as hex text.
+pub fn hex_hash(bytes: &[u8]) -> String {
+    hex::encode(hash_bytes(bytes))
+}
+
 /// Kind of an entry in a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -48,7 +53,7 @@ impl Kind {
 
 /// Version of every schema below; a database with another `user_version` gets the schema
 /// (re)applied on open. Opening a current database costs no DDL.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 
 /// Opens (creating if needed) a database with the settings every cairn database uses: WAL, so
 /// readers never block the writer; a busy timeout, so several cairn processes can share it;

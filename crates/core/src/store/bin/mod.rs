@@ -56,6 +56,10 @@ CREATE TABLE IF NOT EXISTS hunk_decisions(
     accepted INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS hunk_decisions_agent ON hunk_decisions(agent_id);
+CREATE TABLE IF NOT EXISTS queue_keys(
+    key TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal(
     agent_id TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -173,9 +177,18 @@ impl Bin {
     }
 
     /// Inserts a new queued agent with a fresh short id.
-    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority) -> Result<AgentRecord> {
+    /// With `key` (an idempotency key, such as a signal file's identity), a second insert with
+    /// the same key returns the first agent instead of queueing another.
+    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority, key: Option<&str>) -> Result<AgentRecord> {
         let now = crate::time::now_ms();
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Some(k) = key {
+            let existing: Option<String> = tx.query_row("SELECT agent_id FROM queue_keys WHERE key = ?1", [k], |r| r.get(0)).optional()?;
+            if let Some(id) = existing {
+                tx.commit()?;
+                return self.get(&id);
+            }
+        }
         let mut id = new_id();
         while tx.query_row("SELECT 1 FROM agents WHERE id = ?1", [&id], |_| Ok(())).optional()?.is_some() {
             id = new_id();
@@ -188,6 +201,9 @@ impl Bin {
             "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?4, ?3)",
             params![id, now, task, State::Queued.as_str()],
         )?;
+        if let Some(k) = key {
+            tx.execute("INSERT INTO queue_keys(key, agent_id) VALUES (?1, ?2)", params![k, id])?;
+        }
         tx.commit()?;
         self.get(&id)
     }
