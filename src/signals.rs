@@ -218,12 +218,16 @@ fn retry_orphaned_claims(dir: &Path) {
 fn fail_entry(dir: &Path, from: &Path, name: &str, text: &str) {
     let failed = dir.join("failed");
     let _ = std::fs::create_dir_all(&failed);
+    // The reason appears whole (written aside, then renamed), before the entry itself.
+    let tmp = failed.join(format!(".{name}.error.txt.tmp"));
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, failed.join(format!("{name}.error.txt")));
+    }
     if std::fs::rename(from, failed.join(name)).is_err() {
         // Not movable (permissions): reported once, and removed if that is possible.
         tracing::warn!("signal {name}: {text} (could not move it to failed/)");
         let _ = std::fs::remove_file(from);
     }
-    let _ = std::fs::write(failed.join(format!("{name}.error.txt")), text);
 }
 
 /// Takes every pending signal once. Never fails as a whole: each file's outcome is returned.

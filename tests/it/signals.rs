@@ -39,7 +39,7 @@ fn hundred_malformed_signals_fail_and_a_valid_one_runs() {
     }
     let mut up = Up::start(&f);
     let failed = f.home.join("signals/failed");
-    wait_until(60, "all malformed signals to fail", || names.iter().all(|n| failed.join(format!("{n}.error.txt")).exists()));
+    wait_until(60, "all malformed signals to fail", || names.iter().all(|n| failed.join(format!("{n}.error.txt")).exists() && failed.join(n).exists()));
     for n in &names {
         assert!(failed.join(n).exists(), "{n} not moved to failed/");
         assert!(!f.home.join("signals").join(n).exists(), "{n} left in signals/");
@@ -137,7 +137,9 @@ fn odd_and_oversized_entries_fail_with_a_reason() {
     let failed = dir.join("failed");
     let reasons = [("a-directory.json", "a directory"), ("a-symlink.json", "a symbolic link"), ("dangling.json", "a symbolic link"), ("a-fifo.json", "not a regular file"), ("huge.json", "larger than 64 KiB"), ("bad-\u{fffd}-name.json", "not UTF-8")];
     wait_until(120, "every bad entry failed", || {
-        (0..994).all(|i| failed.join(format!("bad-{i:04}.json.error.txt")).exists()) && reasons.iter().all(|(n, _)| failed.join(format!("{n}.error.txt")).exists())
+        (0..994).all(|i| failed.join(format!("bad-{i:04}.json.error.txt")).exists())
+            && reasons.iter().all(|(n, _)| failed.join(format!("{n}.error.txt")).exists())
+            && std::fs::read_dir(&dir).unwrap().flatten().all(|e| e.file_name() == "failed")
     });
     for (n, why) in reasons {
         let text = std::fs::read_to_string(failed.join(format!("{n}.error.txt"))).unwrap();
