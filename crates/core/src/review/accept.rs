@@ -57,14 +57,35 @@ pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
                 dir.push_str(comp);
                 match std::fs::symlink_metadata(project.root.join(&dir)) {
                     Ok(md) if md.is_dir() => continue,
-                    Ok(_) => return Err(Error::InvalidPath(rel.to_string())),
+                    Ok(md) => return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink())),
                     Err(_) => return Ok(()),
                 }
             }
             Ok(())
         }
-        Err(_) => Err(Error::InvalidPath(rel.to_string())),
+        Err(_) => {
+            // Say which ancestor is in the way, and how.
+            let mut dir = String::new();
+            for comp in parent.split('/') {
+                if !dir.is_empty() {
+                    dir.push('/');
+                }
+                dir.push_str(comp);
+                if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
+                    if !md.is_dir() {
+                        return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink()));
+                    }
+                }
+            }
+            Err(Error::InvalidPath(rel.to_string()))
+        }
     }
+}
+
+/// The refusal for a path whose ancestor `dir` is now a file or a symlink.
+fn not_a_directory(project: &Project, rel: &str, dir: &str, symlink: bool) -> Error {
+    let what = if symlink { "a symbolic link (accept never writes through one)" } else { "a file now" };
+    Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("its parent {dir} is {what}")))
 }
 
 /// Accepts agent `id`: applies its change, rebased onto the project as it is now, to the
