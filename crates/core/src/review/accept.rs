@@ -244,13 +244,16 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
             return Err(e);
         }
     };
-    for step in prepared {
-        match step {
-            Step::Write(p) => p.commit()?,
-            Step::Remove(path) => fsx::remove(&project.root, &path)?,
-            Step::Nothing => {}
+    // Then every file goes in place (renames and directory fsyncs, concurrently too).
+    let steps: Vec<std::sync::Mutex<Option<Step>>> = prepared.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
+        match slot.lock().ok().and_then(|mut s| s.take()) {
+            Some(Step::Write(p)) => p.commit(),
+            Some(Step::Remove(path)) => fsx::remove(&project.root, &path),
+            _ => Ok(()),
         }
-    }
+    })?;
+    committed.into_iter().collect::<Result<()>>()?;
     for j in journal {
         match j.new {
             Some(_) => report.written.push(j.path.clone()),
