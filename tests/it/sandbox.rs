@@ -474,3 +474,12 @@ fn the_parent_trusts_no_claim_from_the_child() {
         }
     }
 }
+
+/// `json.dumps` escapes non-ASCII by default, as CPython does (`ensure_ascii=True`), and keeps
+/// it with `ensure_ascii=False`; a character beyond the BMP becomes a surrogate pair.
+#[test]
+fn json_dumps_ensures_ascii_by_default() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    let s = f.run_ok("import json\n[json.dumps(['\\u00e9']), json.dumps(['\\u00e9'], ensure_ascii=False), json.dumps({'k': '\\U0001F600'}), json.loads(json.dumps('\\u00e9\\U0001F600'))]\n");
+    assert_eq!(s.result.unwrap(), serde_json::json!(["[\"\\u00e9\"]", "[\"é\"]", "{\"k\": \"\\ud83d\\ude00\"}", "é😀"]));
+}

@@ -38,6 +38,26 @@ fn sort(v: &mut serde_json::Value) {
     }
 }
 
+/// `ensure_ascii=True`, Python's default: every non-ASCII character as `\uXXXX` (a surrogate
+/// pair beyond the BMP). Non-ASCII only ever appears inside JSON strings, so this is exact.
+fn ascii_only(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{:04x}", u));
+            }
+        }
+    }
+    out
+}
+
 /// Python's compact separators: `", "` between items, `": "` after keys.
 struct PythonCompact;
 
@@ -65,10 +85,10 @@ def loads(s, **kwargs):
     except ValueError as e:
         raise JSONDecodeError(str(e))
 
-def dumps(obj, indent=None, sort_keys=False, **kwargs):
+def dumps(obj, indent=None, sort_keys=False, ensure_ascii=True, **kwargs):
     if isinstance(indent, str):
         indent = len(indent)
-    return _dumps(obj, indent, sort_keys)
+    return _dumps(obj, indent, sort_keys, bool(ensure_ascii))
 "#;
 
 /// The `json` module.
@@ -77,8 +97,9 @@ pub fn module(vm: &VirtualMachine) -> PyResult<PyObjectRef> {
         let value: serde_json::Value = serde_json::from_str(&s.to_string_lossy()).map_err(|e| vm.new_value_error(format!("invalid JSON: {e}")))?;
         rustpython_vm::py_serde::deserialize(vm, value).map_err(|e| vm.new_value_error(e.to_string()))
     });
-    let dumps_fn = vm.new_function("_dumps", |obj: PyObjectRef, indent: Option<usize>, sort_keys: bool, vm: &VirtualMachine| -> PyResult<String> {
-        dumps(obj, indent, sort_keys, vm)
+    let dumps_fn = vm.new_function("_dumps", |obj: PyObjectRef, indent: Option<usize>, sort_keys: bool, ensure_ascii: bool, vm: &VirtualMachine| -> PyResult<String> {
+        let text = dumps(obj, indent, sort_keys, vm)?;
+        Ok(if ensure_ascii { ascii_only(&text) } else { text })
     });
     module_from_source(vm, "json", JSON_PRELUDE, &[("_loads", loads.into()), ("_dumps", dumps_fn.into())])
 }
