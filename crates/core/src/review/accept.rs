@@ -293,13 +293,7 @@ fn prepare_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resu
 fn roll_back(project: &Project, id: &str) -> Result<()> {
     let mut bin = project.bin()?;
     let journal = bin.journal(id)?;
-    let mut edited = Vec::new();
-    for j in &journal {
-        let cur = current(project, &j.path)?.map(|c| c.0);
-        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
-            edited.push(j.path.clone());
-        }
-    }
+    let (currents, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {
         return Err(Error::StaleBase { id: id.to_string(), paths: edited });
     }
@@ -308,8 +302,7 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
         fsx::remove_temps(&project.root, dir)?;
     }
     let mut touched = Vec::new();
-    for j in &journal {
-        let cur = current(project, &j.path)?.map(|c| c.0);
+    for (j, cur) in journal.iter().zip(currents) {
         if cur == j.old.map(|o| o.0) {
             continue;
         }
@@ -321,6 +314,21 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
     }
     crate::sync::refresh(project, &touched)?;
     bin.abandon_accept(id)
+}
+
+/// The current hash of each journaled path, and the paths that hold neither the journal's old
+/// nor its new content (edited since): what undo and a rollback must refuse.
+pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Result<(Vec<Option<Hash>>, Vec<String>)> {
+    let mut currents = Vec::with_capacity(journal.len());
+    let mut edited = Vec::new();
+    for j in journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+            edited.push(j.path.clone());
+        }
+        currents.push(cur);
+    }
+    Ok((currents, edited))
 }
 
 /// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else

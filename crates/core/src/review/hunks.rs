@@ -22,8 +22,8 @@ pub struct Hunk {
     pub added: Vec<String>,
 }
 
-/// Lines with their terminators.
-fn lines(text: &[u8]) -> Vec<&[u8]> {
+/// Lines with their terminators (a last line without one is kept).
+pub(super) fn lines(text: &[u8]) -> Vec<&[u8]> {
     text.split_inclusive(|&b| b == b'\n').collect()
 }
 
@@ -33,8 +33,9 @@ fn display(line: &[u8]) -> String {
     String::from_utf8_lossy(line).into_owned()
 }
 
-/// The changed line ranges `(old, new)` between two versions, in order.
-fn ranges(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
+/// The changed line ranges `(old, new)` between two versions, in order; adjacent changes
+/// form one range.
+pub(super) fn ranges(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
     let mut out: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         let (o, n) = match op {

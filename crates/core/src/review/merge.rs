@@ -9,7 +9,7 @@
 //! differently, or where their changes touch, is a conflict. As in git, changes to adjacent
 //! lines conflict: an edit right next to another is rarely independent of it.
 
-use similar::{capture_diff_slices, Algorithm, DiffOp};
+use super::hunks::{lines, ranges};
 use std::ops::Range;
 
 /// A piece of the merged file, in order.
@@ -23,37 +23,16 @@ pub enum Piece<'a> {
     Conflict { base: Vec<&'a [u8]>, current: Vec<&'a [u8]>, agent: Vec<&'a [u8]> },
 }
 
-/// Splits after each `\n`; a last line without one is kept.
-pub fn lines(text: &[u8]) -> Vec<&[u8]> {
-    text.split_inclusive(|&b| b == b'\n').collect()
-}
-
-/// One side's change: base lines `base` become the other side's lines `lines`.
+/// One side's change: base lines `base` become the other side's lines `other`.
 #[derive(Debug, Clone)]
 struct Edit {
     base: Range<usize>,
     other: Range<usize>,
 }
 
+/// The same changed ranges the hunks are made of ([`super::hunks`]).
 fn edits(base: &[&[u8]], other: &[&[u8]]) -> Vec<Edit> {
-    let mut out: Vec<Edit> = Vec::new();
-    for op in capture_diff_slices(Algorithm::Myers, base, other) {
-        let (old, new) = match op {
-            DiffOp::Equal { .. } => continue,
-            DiffOp::Delete { old_index, old_len, new_index } => (old_index..old_index + old_len, new_index..new_index),
-            DiffOp::Insert { old_index, new_index, new_len } => (old_index..old_index, new_index..new_index + new_len),
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => (old_index..old_index + old_len, new_index..new_index + new_len),
-        };
-        // Ops come in order; adjacent ones form one edit.
-        match out.last_mut() {
-            Some(last) if last.base.end == old.start && last.other.end == new.start => {
-                last.base.end = old.end;
-                last.other.end = new.end;
-            }
-            _ => out.push(Edit { base: old, other: new }),
-        }
-    }
-    out
+    ranges(base, other).into_iter().map(|(base, other)| Edit { base, other }).collect()
 }
 
 /// Merges: the agent's change from `base` rebased onto `current`.

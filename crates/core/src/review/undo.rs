@@ -1,7 +1,7 @@
 //! Undo: restores what accepting an agent changed, from its journal, refusing paths edited
 //! since the accept.
 
-use super::accept::current;
+use super::accept::journal_state;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
@@ -26,14 +26,8 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
         return Err(Error::IllegalTransition { id: id.to_string(), from, action: "undo (only accepted agents can be undone)".into() });
     }
     let journal = bin.journal(id)?;
-    let mut edited = Vec::new();
-    for j in &journal {
-        let cur = current(project, &j.path)?.map(|c| c.0);
-        // Already restored (an interrupted undo) or still as accepted: both fine.
-        if cur != j.new.map(|n| n.0) && cur != j.old.map(|o| o.0) {
-            edited.push(j.path.clone());
-        }
-    }
+    // Already restored (an interrupted undo) or still as accepted: both fine.
+    let (_, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {
         return Err(Error::EditedSinceAccept { id: id.to_string(), paths: edited });
     }
