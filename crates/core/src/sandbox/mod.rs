@@ -23,3 +23,4 @@ pub mod protocol;
 pub mod runner;
 pub mod script;
 pub mod spawn;
+pub mod stdlib;

@@ -12,8 +12,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-/// Modules a script may import.
-pub const ALLOWED_IMPORTS: &[&str] = &["grail", "typing", "json", "re", "collections", "__future__"];
+/// Modules a script may import: the sandbox's standard library ([`super::stdlib::PUBLIC`]).
+pub const ALLOWED_IMPORTS: &[&str] = super::stdlib::PUBLIC;
 
 /// Builtins removed from the sandbox; calling one is a check error.
 pub const FORBIDDEN_BUILTINS: &[&str] = &[

@@ -18,6 +18,13 @@ pub struct Start {
     pub max_recursion: u64,
     pub max_memory_mb: u64,
     pub timeout_seconds: u64,
+    /// Seed of the script's `random` module.
+    #[serde(default)]
+    pub seed: u64,
+    /// The parent's wall clock when it sent this (ns since the epoch): `time.time()` counts
+    /// from it.
+    #[serde(default)]
+    pub now_ns: u64,
 }
 
 /// A line from the child.

@@ -14,13 +14,13 @@ pub mod value;
 
 use crate::externals::External;
 use crate::lifecycle::ErrorKind;
-use crate::sandbox::policy::{self, FORBIDDEN_BUILTINS};
 use crate::sandbox::protocol::{ChildMsg, Reply, ScriptError, Start};
 use crate::sandbox::script::RESULT_NAME;
-use rustpython_vm::builtins::{PyBaseExceptionRef, PyTypeRef};
+use rustpython_vm::builtins::{PyBaseExceptionRef, PyDictRef, PyTypeRef};
+use rustpython_vm::scope::Scope;
 use rustpython_vm::compiler::Mode;
 use rustpython_vm::function::FuncArgs;
-use rustpython_vm::{AsObject, Interpreter, PyObjectRef, PyResult, Settings, VirtualMachine};
+use rustpython_vm::{AsObject, PyObjectRef, PyResult, Settings, VirtualMachine};
 use serde_json::{Map, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::{Mutex, OnceLock};
@@ -78,7 +78,7 @@ pub fn main(selftest: bool, guards: bool) -> i32 {
         let mut settings = Settings::default();
         settings.import_site = false;
         settings.install_signal_handlers = false;
-        let interp = Interpreter::without_stdlib(settings);
+        let interp = modules::imports::interpreter(settings);
         interp.enter(|vm| {
             let installed = install(vm, guards);
             let start: Start = match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
@@ -86,9 +86,11 @@ pub fn main(selftest: bool, guards: bool) -> i32 {
                 None => std::process::exit(2),
             };
             let _ = INPUTS.set(start.inputs.clone());
+            modules::clock::configure(&start);
+            modules::sys::RECURSION_CAP.store(start.max_recursion as usize, std::sync::atomic::Ordering::Relaxed);
             confine::lock(&start, &mut applied);
             match installed {
-                Ok(()) => run(vm, &start),
+                Ok(globals) => run(vm, &start, globals),
                 Err(e) => done_err(ErrorKind::Exception, format!("sandbox setup failed: {}", exception_text(vm, &e))),
             }
         })
@@ -109,13 +111,19 @@ fn done_err(kind: ErrorKind, message: String) -> ChildMsg {
     ChildMsg::Done { result: None, error: Some(ScriptError { kind, message }) }
 }
 
-fn run(vm: &VirtualMachine, start: &Start) -> ChildMsg {
+fn run(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
+    let done = execute(vm, start, globals);
+    modules::sys::flush(vm);
+    done
+}
+
+fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
     vm.recursion_limit.set(start.max_recursion as usize);
     let code = match vm.compile(&start.source, Mode::Exec, start.filename.clone()) {
         Ok(code) => code,
         Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
     };
-    let scope = vm.new_scope_with_builtins();
+    let scope = Scope::new(None, globals);
     match vm.run_code_obj(code, scope.clone()) {
         Ok(_) => {
             let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {
@@ -171,7 +179,7 @@ fn exception_type(vm: &VirtualMachine, name: &str) -> PyTypeRef {
 }
 
 /// Forwards one external call to the parent and turns the reply into a value or an exception.
-fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
+pub(crate) fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
     let mut jargs = Vec::with_capacity(args.args.len());
     for a in &args.args {
         jargs.push(value::to_json(vm, a).map_err(|e| vm.new_type_error(format!("{name}(): arguments must be str, int, float, bool, None, list or dict, not {}", e.0)))?);
@@ -190,11 +198,10 @@ fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
 }
 
 
-/// Installs the externals, `grail`, the importable modules, `print` and the restricted
-/// `__import__`; guards the attribute builtins and `str.format`; removes forbidden builtins.
-fn install(vm: &VirtualMachine, guards: bool) -> PyResult<()> {
-    let builtins = vm.builtins.clone();
-    let dict = builtins.dict();
+/// Installs the externals and `grail`, then the modules, `print`, the import gate and the
+/// script's guarded builtins; returns the script's globals.
+fn install(vm: &VirtualMachine, guards: bool) -> PyResult<PyDictRef> {
+    let dict = vm.builtins.dict();
     let grail_dict = vm.ctx.new_dict();
     for name in crate::externals::names() {
         let f: PyObjectRef = vm.new_function(name, move |args: FuncArgs, vm: &VirtualMachine| call_host(vm, name, args)).into();
@@ -217,39 +224,5 @@ fn install(vm: &VirtualMachine, guards: bool) -> PyResult<()> {
         grail_dict.set_item(n, f.clone(), vm)?;
     }
     let grail: PyObjectRef = vm.new_module("grail", grail_dict, None).into();
-    let mut modules: Vec<(&str, PyObjectRef)> = Vec::new();
-    for &name in policy::ALLOWED_IMPORTS {
-        let module = if name == "grail" { grail.clone() } else { modules::load(vm, name)? };
-        modules.push((name, module));
-    }
-    let import = vm.new_function("__import__", move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
-        let name = args.args.first().map(|n| n.str(vm)).transpose()?.map(|s| s.to_string()).unwrap_or_default();
-        match modules.iter().find(|(n, _)| *n == name) {
-            Some((_, m)) => Ok(m.clone()),
-            None => Err(vm.new_import_error(format!("import of '{name}' is not allowed in agent scripts"), vm.ctx.new_str(name))),
-        }
-    });
-    dict.set_item("__import__", import.into(), vm)?;
-
-    let print = vm.new_function("print", |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
-        let sep = match args.kwargs.get("sep") {
-            Some(s) if !vm.is_none(s) => s.str(vm)?.to_string(),
-            _ => " ".to_string(),
-        };
-        let parts = args.args.iter().map(|a| a.str(vm).map(|s| s.to_string())).collect::<PyResult<Vec<_>>>()?;
-        call_host(vm, "log", FuncArgs::from(vec![vm.ctx.new_str(parts.join(&sep)).into()]))?;
-        Ok(vm.ctx.none())
-    });
-    dict.set_item("print", print.into(), vm)?;
-
-    if !guards {
-        return Ok(());
-    }
-    modules::install_guards(vm, &dict)?;
-    for name in FORBIDDEN_BUILTINS {
-        if *name != "__import__" && dict.get_item_opt(*name, vm)?.is_some() {
-            dict.del_item(*name, vm)?;
-        }
-    }
-    Ok(())
+    modules::install(vm, grail, guards)
 }

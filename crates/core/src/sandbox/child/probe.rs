@@ -52,7 +52,7 @@ pub fn selftest() -> SelfTest {
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
         .unwrap_or_default();
-    let start = Start { source: String::new(), filename: String::new(), inputs: Default::default(), max_recursion: 1000, max_memory_mb: 100, timeout_seconds: 60 };
+    let start = Start { source: String::new(), filename: String::new(), inputs: Default::default(), max_recursion: 1000, max_memory_mb: 100, timeout_seconds: 60, seed: 0, now_ns: 0 };
     confine::lock(&start, &mut applied);
     SelfTest { applied, env, fds, probes: probes(&target) }
 }

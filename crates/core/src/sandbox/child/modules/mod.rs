@@ -1,28 +1,68 @@
-//! The modules and guarded builtins a script gets inside the sandbox: `json` and `re` (native
-//! helpers in Rust with a small trusted Python front end), `typing`, and the runtime guards on
-//! `getattr`/`hasattr`/`setattr`/`delattr` and `str.format`/`format_map` that apply
-//! [`super::policy`] to names only known at run time.
+//! What a script finds in the sandbox besides the externals: the standard library behind
+//! the import gate ([`imports`]), the restricted `sys` and the log streams ([`sys`]), the
+//! host's clock and random seed ([`clock`]), and the runtime guards on `getattr`, `hasattr`,
+//! `setattr`, `delattr` and `str.format`/`format_map` that apply [`super::policy`] to names
+//! only known at run time.
+//!
+//! A script runs with its own builtins (a guarded copy without the forbidden names); library
+//! code keeps the interpreter's builtins, which it needs (`dataclasses` and `namedtuple`
+//! build code with `exec`).
 
-mod json;
-mod re;
+pub mod clock;
+pub mod imports;
+pub mod sys;
 
-use crate::sandbox::policy;
+use crate::sandbox::policy::{self, FORBIDDEN_BUILTINS};
 use rustpython_vm::builtins::PyDictRef;
 use rustpython_vm::compiler::Mode;
 use rustpython_vm::function::{FuncArgs, OptionalArg};
-use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
+use rustpython_vm::{AsObject, PyObjectRef, PyResult, VirtualMachine};
 
-/// Builds the importable module `name` (one of [`policy::ALLOWED_IMPORTS`] other than
-/// `grail`, which the child assembles from the externals).
-pub fn load(vm: &VirtualMachine, name: &str) -> PyResult<PyObjectRef> {
-    match name {
-        "typing" => module_from_source(vm, "typing", TYPING_PRELUDE, &[]),
-        "collections" => module_from_source(vm, "collections", COLLECTIONS_PRELUDE, &[]),
-        "__future__" => module_from_source(vm, "__future__", FUTURE_PRELUDE, &[]),
-        "json" => json::module(vm),
-        "re" => re::module(vm),
-        other => Err(vm.new_runtime_error(format!("the sandbox has no module '{other}'"))),
+/// Builtins removed from the interpreter altogether (library code needs none of them).
+const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help", "exit", "quit"];
+
+/// The interpreter's `open`: library code may name it (`tokenize` imports it), but there are
+/// no files.
+fn no_files(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+    let what = args.args.first().map(|a| a.repr(vm).map(|r| r.to_string())).transpose()?.unwrap_or_default();
+    Err(vm.new_exception_msg(vm.ctx.exceptions.permission_error.to_owned(), format!("the sandbox has no files ({what}); use read_file and write_file").into()))
+}
+
+/// Sets up the modules and the script's namespace; returns the script's globals.
+/// `grail` is the module of externals; `guards` is false only under the test switch of the
+/// syntax layer.
+pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResult<PyDictRef> {
+    let real = vm.builtins.dict();
+    for name in REMOVED_EVERYWHERE {
+        if real.get_item_opt(*name, vm)?.is_some() {
+            real.del_item(*name, vm)?;
+        }
     }
+    real.set_item("open", vm.new_function("open", no_files).into(), vm)?;
+    let restricted_sys = sys::install(vm)?;
+    let script_builtins = vm.ctx.new_dict();
+    for (k, v) in real.clone() {
+        script_builtins.set_item(&*k, v, vm)?;
+    }
+    let globals = vm.ctx.new_dict();
+    globals.set_item("__builtins__", script_builtins.clone().into(), vm)?;
+    globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm)?;
+    let special = vec![("grail", grail), ("sys", restricted_sys)];
+    let after = vec![
+        imports::AfterImport { module: "random", hook: clock::seed_random },
+        imports::AfterImport { module: "time", hook: clock::patch_time },
+    ];
+    imports::install_gate(vm, globals.clone(), special, after)?;
+    script_builtins.set_item("__import__", real.get_item("__import__", vm)?, vm)?;
+    if guards {
+        install_guards(vm, &script_builtins)?;
+        for name in FORBIDDEN_BUILTINS {
+            if *name != "__import__" && script_builtins.get_item_opt(*name, vm)?.is_some() {
+                script_builtins.del_item(*name, vm)?;
+            }
+        }
+    }
+    Ok(globals)
 }
 
 /// Runs trusted prelude code in a fresh module namespace with `natives` bound.
@@ -75,8 +115,6 @@ pub fn install_guards(vm: &VirtualMachine, builtins: &PyDictRef) -> PyResult<()>
     Ok(())
 }
 
-// ---------------------------------------------------------------- json
-
 /// Values for `Input(name, default=None)`.
 pub fn input_fn(vm: &VirtualMachine, inputs: &'static std::sync::OnceLock<serde_json::Map<String, serde_json::Value>>) -> PyObjectRef {
     vm.new_function("Input", move |name: String, default: OptionalArg<PyObjectRef>, vm: &VirtualMachine| -> PyResult {
@@ -88,168 +126,7 @@ pub fn input_fn(vm: &VirtualMachine, inputs: &'static std::sync::OnceLock<serde_
     .into()
 }
 
-/// `typing` for agent scripts: names that annotate and do nothing at run time.
-const TYPING_PRELUDE: &str = r#"
-class _Alias:
-    def __init__(self, name):
-        self.name = name
-    def __getitem__(self, item):
-        return self
-    def __call__(self, *args, **kwargs):
-        return args[0] if args else None
-    def __or__(self, other):
-        return self
-    def __ror__(self, other):
-        return self
-    def __repr__(self):
-        return "typing." + self.name
-for _n in ("Any", "Optional", "List", "Dict", "Tuple", "Set", "FrozenSet", "Union", "Callable", "Iterable",
-           "Iterator", "Sequence", "Mapping", "MutableMapping", "Literal", "Type", "Generator", "Awaitable",
-           "Coroutine", "NoReturn", "Final", "ClassVar", "Annotated", "TypedDict", "NamedTuple", "Protocol"):
-    globals()[_n] = _Alias(_n)
-def cast(typ, value):
-    return value
-def TypeVar(name, *args, **kwargs):
-    return _Alias(name)
-TYPE_CHECKING = False
-"#;
-
-/// `__future__`: every feature is already on.
-const FUTURE_PRELUDE: &str = r#"
-all_feature_names = ["nested_scopes", "generators", "division", "absolute_import", "with_statement",
-                     "print_function", "unicode_literals", "barry_as_FLUFL", "generator_stop", "annotations"]
-for _n in all_feature_names:
-    globals()[_n] = True
-"#;
-
-/// `collections` for agent scripts: `namedtuple`, `OrderedDict`, `defaultdict`, `Counter`.
-const COLLECTIONS_PRELUDE: &str = r#"
-def namedtuple(typename, field_names, *, rename=False, defaults=None, module=None):
-    if isinstance(field_names, str):
-        field_names = field_names.replace(",", " ").split()
-    fields = tuple(str(f) for f in field_names)
-    for f in fields:
-        if not f.isidentifier() or f.startswith("_"):
-            raise ValueError("invalid field name: %r" % f)
-    defaults = tuple(defaults or ())
-    if len(defaults) > len(fields):
-        raise TypeError("got more default values than field names")
-    first_default = len(fields) - len(defaults)
-
-    def __new__(cls, *args, **kwargs):
-        if len(args) > len(fields):
-            raise TypeError("%s() takes %d positional arguments but %d were given" % (typename, len(fields), len(args)))
-        values = list(args)
-        for i in range(len(args), len(fields)):
-            name = fields[i]
-            if name in kwargs:
-                values.append(kwargs.pop(name))
-            elif i >= first_default:
-                values.append(defaults[i - first_default])
-            else:
-                raise TypeError("%s() missing required argument: '%s'" % (typename, name))
-        if kwargs:
-            raise TypeError("%s() got an unexpected keyword argument '%s'" % (typename, next(iter(kwargs))))
-        return tuple.__new__(cls, values)
-
-    def _asdict(self):
-        return dict(zip(fields, self))
-
-    def _replace(self, **changes):
-        unknown = [k for k in changes if k not in fields]
-        if unknown:
-            raise ValueError("got unexpected field names: %r" % unknown)
-        return type(self)(*[changes.get(f, v) for f, v in zip(fields, self)])
-
-    def _make(cls, iterable):
-        return cls(*iterable)
-
-    def __repr__(self):
-        return "%s(%s)" % (typename, ", ".join("%s=%r" % (f, v) for f, v in zip(fields, self)))
-
-    def __getnewargs__(self):
-        return tuple(self)
-
-    ns = {"__slots__": (), "_fields": fields, "_field_defaults": dict(zip(fields[first_default:], defaults)),
-          "__new__": __new__, "_asdict": _asdict, "_replace": _replace, "_make": classmethod(_make),
-          "__repr__": __repr__, "__getnewargs__": __getnewargs__, "__match_args__": fields}
-    for i, f in enumerate(fields):
-        ns[f] = property(lambda self, i=i: tuple.__getitem__(self, i), doc="Alias for field number %d" % i)
-    return type(typename, (tuple,), ns)
-
-
-class OrderedDict(dict):
-    def move_to_end(self, key, last=True):
-        value = self.pop(key)
-        if last:
-            self[key] = value
-        else:
-            rest = list(self.items())
-            self.clear()
-            self[key] = value
-            self.update(rest)
-
-    def popitem(self, last=True):
-        if not self:
-            raise KeyError("dictionary is empty")
-        key = next(reversed(list(self))) if last else next(iter(self))
-        return key, self.pop(key)
-
-
-class defaultdict(dict):
-    def __init__(self, default_factory=None, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.default_factory = default_factory
-
-    def __missing__(self, key):
-        if self.default_factory is None:
-            raise KeyError(key)
-        value = self.default_factory()
-        self[key] = value
-        return value
-
-    def __getitem__(self, key):
-        if key in self:
-            return dict.__getitem__(self, key)
-        return self.__missing__(key)
-
-    def __repr__(self):
-        return "defaultdict(%r, %s)" % (self.default_factory, dict.__repr__(self))
-
-
-class Counter(dict):
-    def __init__(self, iterable=None, **kwargs):
-        super().__init__()
-        self.update(iterable, **kwargs)
-
-    def __missing__(self, key):
-        return 0
-
-    def __getitem__(self, key):
-        if key in self:
-            return dict.__getitem__(self, key)
-        return 0
-
-    def update(self, iterable=None, **kwargs):
-        if iterable is not None:
-            if isinstance(iterable, dict):
-                for k, v in iterable.items():
-                    self[k] = self[k] + v
-            else:
-                for k in iterable:
-                    self[k] = self[k] + 1
-        for k, v in kwargs.items():
-            self[k] = self[k] + v
-
-    def most_common(self, n=None):
-        items = sorted(self.items(), key=lambda kv: kv[1], reverse=True)
-        return items if n is None else items[:n]
-
-    def elements(self):
-        for k, v in self.items():
-            for _ in range(v):
-                yield k
-
-    def total(self):
-        return sum(self.values())
-"#;
+/// True when `obj` is Python's `None` or absent.
+fn given(vm: &VirtualMachine, obj: Option<&PyObjectRef>) -> Option<PyObjectRef> {
+    obj.filter(|o| !vm.is_none(o)).cloned().filter(|o| !o.is(&vm.ctx.none))
+}
