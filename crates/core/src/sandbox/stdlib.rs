@@ -28,7 +28,7 @@ pub const NATIVE: &[&str] = &[
 /// Python modules frozen from CPython's library: the public ones and what they import.
 pub const FROZEN: &[&str] = &[
     "__future__", "_collections_abc", "_colorize", "_compat_pickle", "_markupbase", "_opcode_metadata",
-    "_py_abc", "_py_warnings", "_pydatetime", "_pydecimal", "_pylong", "_strptime", "_threading_local",
+    "_py_abc", "_py_warnings", "_pycodecs", "_pydatetime", "_pydecimal", "_pylong", "_strptime", "_threading_local",
     "_weakrefset", "abc", "annotationlib", "ast", "base64", "bisect", "calendar", "codecs", "collections",
     "collections._defaultdict", "colorsys", "contextlib", "contextvars", "copy", "copyreg", "csv", "dataclasses",
     "datetime", "decimal", "difflib", "dis", "enum", "fnmatch", "fractions", "functools", "genericpath", "glob",
@@ -36,7 +36,7 @@ pub const FROZEN: &[&str] = &[
     "json.scanner", "keyword", "linecache", "locale", "ntpath", "numbers", "opcode", "operator", "pathlib", "pathlib._os",
     "posixpath", "pprint", "random", "re", "re._casefix", "re._compiler", "re._constants", "re._parser",
     "reprlib", "shlex", "stat", "statistics", "string", "string.templatelib", "stringprep", "struct",
-    "textwrap", "token", "tokenize", "tomllib", "tomllib._parser", "tomllib._re", "tomllib._types", "types",
+    "textwrap", "token", "tokenize", "traceback", "codeop", "tomllib", "tomllib._parser", "tomllib._re", "tomllib._types", "types",
     "typing", "warnings", "weakref", "encodings", "encodings.aliases", "encodings.ascii", "encodings.base64_codec",
     "encodings.cp1252", "encodings.cp437", "encodings.hex_codec", "encodings.idna", "encodings.latin_1",
     "encodings.mac_roman", "encodings.punycode", "encodings.raw_unicode_escape", "encodings.rot_13",

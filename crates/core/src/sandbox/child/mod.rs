@@ -123,7 +123,7 @@ fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
         Ok(code) => code,
         Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
     };
-    let scope = Scope::new(None, globals);
+    let scope = Scope::with_builtins(None, globals, vm);
     match vm.run_code_obj(code, scope.clone()) {
         Ok(_) => {
             let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {

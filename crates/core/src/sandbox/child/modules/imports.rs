@@ -1,10 +1,13 @@
 //! The child's import system: an interpreter with the frozen standard library of
 //! [`crate::sandbox::stdlib`], and one `__import__` gate in front of the bootstrap importer.
 //!
-//! A script's imports (made from its own globals) reach only [`stdlib::PUBLIC`], and `sys`
-//! means a small restricted module. Imports made by library code reach the library's own
-//! helpers too ([`stdlib::FROZEN`], [`stdlib::NATIVE`], [`VM_INTERNAL`]). Every module is
-//! frozen or native, loaded on first import, and none reaches the host: the child is
+//! Only the sandbox's library can be imported: [`stdlib::PUBLIC`] and the helpers those
+//! modules import ([`stdlib::FROZEN`], [`stdlib::OWN`], [`stdlib::NATIVE`], [`VM_INTERNAL`]).
+//! A script's own `import sys` (made from its globals) gets a small restricted module, and
+//! `grail` the externals. The static check limits scripts to [`stdlib::PUBLIC`]; at run time
+//! the helpers stay reachable from a script's frame because native code imports on its
+//! behalf (`str.encode` loads `_pycodecs`, `time.strptime` loads `_strptime`). Every module
+//! is frozen or native, loaded on first import, and none reaches the host: the child is
 //! confined before any script runs, so this gate keeps the surface small and the errors
 //! clear rather than being the boundary.
 
@@ -82,10 +85,8 @@ pub fn install_gate(vm: &VirtualMachine, script: PyDictRef, special: Vec<(&'stat
             if let Some((_, m)) = special.iter().find(|(n, _)| *n == top) {
                 return Ok(m.clone());
             }
-            if !stdlib::PUBLIC.contains(&top.as_str()) {
-                return Err(not_found(vm, &name));
-            }
-        } else if level == 0 && !internal(&top) {
+        }
+        if level == 0 && !internal(&top) {
             return Err(not_found(vm, &name));
         }
         depth.set(depth.get() + 1);

@@ -9,6 +9,7 @@
 //! build code with `exec`).
 
 pub mod clock;
+pub mod fidelity;
 pub mod imports;
 pub mod sys;
 
@@ -39,6 +40,7 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
         }
     }
     real.set_item("open", vm.new_function("open", no_files).into(), vm)?;
+    fidelity::install(vm)?;
     let restricted_sys = sys::install(vm)?;
     let script_builtins = vm.ctx.new_dict();
     for (k, v) in real.clone() {
@@ -54,6 +56,8 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
     ];
     imports::install_gate(vm, globals.clone(), special, after)?;
     script_builtins.set_item("__import__", real.get_item("__import__", vm)?, vm)?;
+    // Registers the codec search function, so every codec name and alias resolves.
+    vm.import("encodings", 0)?;
     if guards {
         install_guards(vm, &script_builtins)?;
         for name in FORBIDDEN_BUILTINS {

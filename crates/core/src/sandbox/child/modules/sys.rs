@@ -100,7 +100,11 @@ fn text_arg(vm: &VirtualMachine, args: &FuncArgs, name: &str, default: &str) -> 
 fn print(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
     let sep = text_arg(vm, &args, "sep", " ")?;
     let end = text_arg(vm, &args, "end", "\n")?;
-    let parts = args.args.iter().map(|a| a.str(vm).map(|s| s.to_string_lossy().into_owned())).collect::<PyResult<Vec<_>>>()?;
+    let mut parts = Vec::with_capacity(args.args.len());
+    for a in &args.args {
+        super::fidelity::check_digits(a, vm)?;
+        parts.push(a.str(vm)?.to_string_lossy().into_owned());
+    }
     let text = parts.join(&sep) + &end;
     match super::given(vm, args.kwargs.get("file")) {
         Some(file) => {

@@ -1,0 +1,175 @@
+//! CPython behaviours the interpreter (rustpython-vm 0.5) lacks, restored on the builtin
+//! types' slots when the child starts. Each wrapper calls the original slot and changes only
+//! the case it names:
+//! - a dict's `keys()`/`items()` compare equal to a `frozenset` of the same elements;
+//! - `str()`/`repr()` of an int over the string-digit limit raises `ValueError`, as
+//!   `sys.set_int_max_str_digits` documents;
+//! - `int(s, 0)` names base 0 in its error, `"abc"[9]` says "string index out of range",
+//!   and `UnboundLocalError` reads as CPython 3.11+ words it.
+
+use rustpython_vm::builtins::{PyBaseExceptionRef, PyFrozenSet, PyInt, PyStr, PyStrRef};
+use rustpython_vm::function::{Either, FuncArgs, PyComparisonValue};
+use rustpython_vm::protocol::PyMapping;
+use rustpython_vm::types::PyComparisonOp;
+use rustpython_vm::{AsObject, PyObject, PyObjectRef, PyRef, PyResult, VirtualMachine};
+use std::sync::OnceLock;
+
+type Compare = fn(&PyObject, &PyObject, PyComparisonOp, &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>>;
+type Stringify = fn(&PyObject, &VirtualMachine) -> PyResult<PyRef<PyStr>>;
+type New = fn(rustpython_vm::builtins::PyTypeRef, FuncArgs, &VirtualMachine) -> PyResult;
+type Subscript = fn(PyMapping<'_>, &PyObject, &VirtualMachine) -> PyResult;
+
+static KEYS_COMPARE: OnceLock<Compare> = OnceLock::new();
+static ITEMS_COMPARE: OnceLock<Compare> = OnceLock::new();
+static INT_REPR: OnceLock<Stringify> = OnceLock::new();
+static INT_NEW: OnceLock<New> = OnceLock::new();
+static STR_NEW: OnceLock<New> = OnceLock::new();
+static STR_SUBSCRIPT: OnceLock<Subscript> = OnceLock::new();
+
+/// Keeps a slot's function in `original` and puts `with` in its place.
+macro_rules! wrap {
+    ($slot:expr, $original:expr, $with:expr) => {
+        if let Some(f) = $slot.load() {
+            if $original.set(f).is_ok() {
+                $slot.store(Some($with));
+            }
+        }
+    };
+}
+
+/// Installs every wrapper (once per process).
+pub fn install(vm: &VirtualMachine) -> PyResult<()> {
+    let t = &vm.ctx.types;
+    wrap!(t.dict_keys_type.slots.richcompare, KEYS_COMPARE, keys_compare as Compare);
+    wrap!(t.dict_items_type.slots.richcompare, ITEMS_COMPARE, items_compare as Compare);
+    wrap!(t.int_type.slots.repr, INT_REPR, int_repr as Stringify);
+    wrap!(t.int_type.slots.new, INT_NEW, int_new as New);
+    wrap!(t.str_type.slots.new, STR_NEW, str_new as New);
+    wrap!(t.str_type.slots.as_mapping.subscript, STR_SUBSCRIPT, str_subscript as Subscript);
+    // `str(x)` and `format` look these up as methods, not slots.
+    for name in ["__str__", "__format__"] {
+        let interned = vm.ctx.intern_str(name);
+        let Some(original) = t.int_type.get_attr(interned) else { continue };
+        let checked = vm.new_method(name, t.int_type, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+            if let Some(zelf) = args.args.first() {
+                let decimal = name == "__str__" || args.args.get(1).and_then(|s| s.downcast_ref::<PyStr>()).is_none_or(|spec| decimal_spec(&spec.to_string_lossy()));
+                if decimal {
+                    check_digits(zelf, vm)?;
+                }
+            }
+            original.call(args, vm)
+        });
+        t.int_type.set_attr(interned, checked.into());
+    }
+    let unbound = vm.ctx.exceptions.unbound_local_error;
+    let base_str = vm.ctx.exceptions.base_exception_type.get_attr(vm.ctx.intern_str("__str__"));
+    if let Some(original) = base_str {
+        let reworded = vm.new_method("__str__", unbound, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+            let text = original.call(args, vm)?;
+            let s = text.str(vm)?.to_string_lossy().into_owned();
+            Ok(match s.strip_prefix("local variable '").and_then(|r| r.strip_suffix("' referenced before assignment")) {
+                Some(name) => vm.ctx.new_str(format!("cannot access local variable '{name}' where it is not associated with a value")).into(),
+                None => text,
+            })
+        });
+        unbound.set_attr(vm.ctx.intern_str("__str__"), reworded.into());
+    }
+    Ok(())
+}
+
+/// True when a format spec gives an int in decimal (no type, `d` or `n`).
+fn decimal_spec(spec: &str) -> bool {
+    match spec.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() || c == '%' => c == 'd' || c == 'n',
+        _ => true,
+    }
+}
+
+fn view_compare(original: &OnceLock<Compare>, zelf: &PyObject, other: &PyObject, op: PyComparisonOp, vm: &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>> {
+    if other.downcast_ref::<PyFrozenSet>().is_some() {
+        let as_set = vm.ctx.types.set_type.as_object().call((zelf.to_owned(),), vm)?;
+        return Ok(Either::A(vm.bool_eq(&as_set, other).map(|eq| vm.ctx.new_bool(eq).into()).and_then(|v: PyObjectRef| match op {
+            PyComparisonOp::Eq => Ok(v),
+            PyComparisonOp::Ne => Ok(vm.ctx.new_bool(!v.try_to_bool(vm)?).into()),
+            _ => as_set.rich_compare(other.to_owned(), op, vm),
+        })?));
+    }
+    match original.get() {
+        Some(f) => f(zelf, other, op, vm),
+        None => Ok(Either::B(PyComparisonValue::NotImplemented)),
+    }
+}
+
+fn keys_compare(zelf: &PyObject, other: &PyObject, op: PyComparisonOp, vm: &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>> {
+    view_compare(&KEYS_COMPARE, zelf, other, op, vm)
+}
+
+fn items_compare(zelf: &PyObject, other: &PyObject, op: PyComparisonOp, vm: &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>> {
+    view_compare(&ITEMS_COMPARE, zelf, other, op, vm)
+}
+
+/// Refuses an int whose decimal form is over the string-digit limit, before converting it
+/// when the bit length already tells (the conversion is what the limit protects).
+pub fn check_digits(obj: &PyObject, vm: &VirtualMachine) -> PyResult<()> {
+    let limit = vm.state.int_max_str_digits.load();
+    let Some(int) = obj.downcast_ref::<PyInt>() else { return Ok(()) };
+    if limit == 0 || obj.class().is(vm.ctx.types.bool_type) {
+        return Ok(());
+    }
+    let too_many = || vm.new_value_error(format!("Exceeds the limit ({limit} digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit"));
+    // An int of b bits has at least (b - 1) * log10(2) + 1 decimal digits, at most one more.
+    let bits = int.as_bigint().bits() as f64;
+    let least = (bits - 1.0).max(0.0) * std::f64::consts::LOG10_2 + 1.0;
+    if least.floor() > limit as f64 {
+        return Err(too_many());
+    }
+    if least.floor() + 1.0 > limit as f64 && int.as_bigint().to_string().trim_start_matches('-').len() > limit {
+        return Err(too_many());
+    }
+    Ok(())
+}
+
+fn int_repr(zelf: &PyObject, vm: &VirtualMachine) -> PyResult<PyRef<PyStr>> {
+    check_digits(zelf, vm)?;
+    match INT_REPR.get() {
+        Some(f) => f(zelf, vm),
+        None => Err(vm.new_type_error("int repr is unavailable")),
+    }
+}
+
+fn str_new(cls: rustpython_vm::builtins::PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+    if args.args.len() == 1 && args.kwargs.is_empty() {
+        check_digits(&args.args[0], vm)?;
+    }
+    match STR_NEW.get() {
+        Some(f) => f(cls, args, vm),
+        None => Err(vm.new_type_error("str() is unavailable")),
+    }
+}
+
+fn int_new(cls: rustpython_vm::builtins::PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+    let base_zero = args.args.get(1).or_else(|| args.kwargs.get("base")).is_some_and(|b| b.try_to_value::<i64>(vm).is_ok_and(|b| b == 0));
+    let Some(original) = INT_NEW.get() else { return Err(vm.new_type_error("int() is unavailable")) };
+    let result = original(cls, args, vm);
+    match result {
+        Err(e) if base_zero && e.class().is(vm.ctx.exceptions.value_error) => Err(reword(vm, e, "invalid literal for int() with base 10:", "invalid literal for int() with base 0:")),
+        other => other,
+    }
+}
+
+fn str_subscript(mapping: PyMapping<'_>, key: &PyObject, vm: &VirtualMachine) -> PyResult {
+    let Some(original) = STR_SUBSCRIPT.get() else { return Err(vm.new_type_error("str indexing is unavailable")) };
+    match original(mapping, key, vm) {
+        Err(e) if e.class().is(vm.ctx.exceptions.index_error) => Err(reword(vm, e, "index out of range", "string index out of range")),
+        other => other,
+    }
+}
+
+/// The same exception with its message's `from` prefix replaced by `to`.
+fn reword(vm: &VirtualMachine, e: PyBaseExceptionRef, from: &str, to: &str) -> PyBaseExceptionRef {
+    let message = e.as_object().str(vm).map(|s: PyStrRef| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match message.strip_prefix(from) {
+        Some(rest) => vm.new_exception_msg(e.class().to_owned(), format!("{to}{rest}").into()),
+        None => e,
+    }
+}
