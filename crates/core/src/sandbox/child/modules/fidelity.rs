@@ -4,20 +4,24 @@
 //! - a dict's `keys()`/`items()` compare equal to a `frozenset` of the same elements;
 //! - `str()`/`repr()` of an int over the string-digit limit raises `ValueError`, as
 //!   `sys.set_int_max_str_digits` documents;
-//! - `int(s, 0)` names base 0 in its error, `"abc"[9]` says "string index out of range",
-//!   and `UnboundLocalError` reads as CPython 3.11+ words it.
+//! - error messages as CPython words them: `int(s, 0)` names base 0, `"abc"[9]` says
+//!   "string index out of range", `"a" + 1` "can only concatenate str", `[].index(3)`
+//!   "3 is not in list", an unknown codec keeps the name given, and `UnboundLocalError`
+//!   reads as in CPython 3.11+.
 
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyFrozenSet, PyInt, PyStr, PyStrRef};
 use rustpython_vm::function::{Either, FuncArgs, PyComparisonValue};
-use rustpython_vm::protocol::PyMapping;
+use rustpython_vm::builtins::PyTypeRef;
+use rustpython_vm::protocol::{PyMapping, PySequence};
 use rustpython_vm::types::PyComparisonOp;
 use rustpython_vm::{AsObject, PyObject, PyObjectRef, PyRef, PyResult, VirtualMachine};
 use std::sync::OnceLock;
 
 type Compare = fn(&PyObject, &PyObject, PyComparisonOp, &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>>;
 type Stringify = fn(&PyObject, &VirtualMachine) -> PyResult<PyRef<PyStr>>;
-type New = fn(rustpython_vm::builtins::PyTypeRef, FuncArgs, &VirtualMachine) -> PyResult;
+type New = fn(PyTypeRef, FuncArgs, &VirtualMachine) -> PyResult;
 type Subscript = fn(PyMapping<'_>, &PyObject, &VirtualMachine) -> PyResult;
+type Concat = fn(PySequence<'_>, &PyObject, &VirtualMachine) -> PyResult;
 
 static KEYS_COMPARE: OnceLock<Compare> = OnceLock::new();
 static ITEMS_COMPARE: OnceLock<Compare> = OnceLock::new();
@@ -25,6 +29,9 @@ static INT_REPR: OnceLock<Stringify> = OnceLock::new();
 static INT_NEW: OnceLock<New> = OnceLock::new();
 static STR_NEW: OnceLock<New> = OnceLock::new();
 static STR_SUBSCRIPT: OnceLock<Subscript> = OnceLock::new();
+static STR_CONCAT: OnceLock<Concat> = OnceLock::new();
+static LIST_CONCAT: OnceLock<Concat> = OnceLock::new();
+static TUPLE_CONCAT: OnceLock<Concat> = OnceLock::new();
 
 /// Keeps a slot's function in `original` and puts `with` in its place.
 macro_rules! wrap {
@@ -46,6 +53,19 @@ pub fn install(vm: &VirtualMachine) -> PyResult<()> {
     wrap!(t.int_type.slots.new, INT_NEW, int_new as New);
     wrap!(t.str_type.slots.new, STR_NEW, str_new as New);
     wrap!(t.str_type.slots.as_mapping.subscript, STR_SUBSCRIPT, str_subscript as Subscript);
+    wrap!(t.str_type.slots.as_sequence.concat, STR_CONCAT, str_concat as Concat);
+    wrap!(t.list_type.slots.as_sequence.concat, LIST_CONCAT, list_concat as Concat);
+    wrap!(t.tuple_type.slots.as_sequence.concat, TUPLE_CONCAT, tuple_concat as Concat);
+    reword_method(vm, t.list_type, "index", |vm, args, e| {
+        let what = args.args.get(1).and_then(|x| x.repr(vm).ok())?;
+        e.class().is(vm.ctx.exceptions.value_error).then(|| format!("{what} is not in list"))
+    });
+    for (typ, name) in [(t.str_type, "encode"), (t.bytes_type, "decode"), (t.bytearray_type, "decode")] {
+        reword_method(vm, typ, name, |vm, args, e| {
+            let encoding = args.args.get(1).or_else(|| args.kwargs.get("encoding"))?.str(vm).ok()?;
+            (e.class().is(vm.ctx.exceptions.lookup_error) && text_of(vm, &e).starts_with("unknown encoding: ")).then(|| format!("unknown encoding: {encoding}"))
+        });
+    }
     // `str(x)` and `format` look these up as methods, not slots.
     for name in ["__str__", "__format__"] {
         let interned = vm.ctx.intern_str(name);
@@ -137,7 +157,7 @@ fn int_repr(zelf: &PyObject, vm: &VirtualMachine) -> PyResult<PyRef<PyStr>> {
     }
 }
 
-fn str_new(cls: rustpython_vm::builtins::PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+fn str_new(cls: PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
     if args.args.len() == 1 && args.kwargs.is_empty() {
         check_digits(&args.args[0], vm)?;
     }
@@ -147,7 +167,7 @@ fn str_new(cls: rustpython_vm::builtins::PyTypeRef, args: FuncArgs, vm: &Virtual
     }
 }
 
-fn int_new(cls: rustpython_vm::builtins::PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+fn int_new(cls: PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
     let base_zero = args.args.get(1).or_else(|| args.kwargs.get("base")).is_some_and(|b| b.try_to_value::<i64>(vm).is_ok_and(|b| b == 0));
     let Some(original) = INT_NEW.get() else { return Err(vm.new_type_error("int() is unavailable")) };
     let result = original(cls, args, vm);
@@ -163,6 +183,47 @@ fn str_subscript(mapping: PyMapping<'_>, key: &PyObject, vm: &VirtualMachine) ->
         Err(e) if e.class().is(vm.ctx.exceptions.index_error) => Err(reword(vm, e, "index out of range", "string index out of range")),
         other => other,
     }
+}
+
+/// Wraps the method `name` of `typ`: when it raises, `message` may give the exception's
+/// CPython wording (same class).
+fn reword_method(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython_vm::builtins::PyType>, name: &'static str, message: fn(&VirtualMachine, &FuncArgs, &PyBaseExceptionRef) -> Option<String>) {
+    let interned = vm.ctx.intern_str(name);
+    let Some(original) = typ.get_attr(interned) else { return };
+    let wrapped = vm.new_method(name, typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        original.call(args.clone(), vm).map_err(|e| match message(vm, &args, &e) {
+            Some(text) => vm.new_exception_msg(e.class().to_owned(), text.into()),
+            None => e,
+        })
+    });
+    typ.set_attr(interned, wrapped.into());
+}
+
+fn text_of(vm: &VirtualMachine, e: &PyBaseExceptionRef) -> String {
+    e.as_object().str(vm).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// `"a" + 1` and `[1] + (2,)` say what CPython says: only the same type concatenates.
+fn concat(original: &OnceLock<Concat>, what: &str, seq: PySequence<'_>, other: &PyObject, vm: &VirtualMachine) -> PyResult {
+    let refused = || vm.new_type_error(format!("can only concatenate {what} (not \"{}\") to {what}", other.class().name()));
+    let Some(f) = original.get() else { return Err(refused()) };
+    match f(seq, other, vm) {
+        Ok(r) if r.is(&vm.ctx.not_implemented) && !other.class().fast_issubclass(seq.obj.class()) => Err(refused()),
+        Err(e) if e.class().is(vm.ctx.exceptions.type_error) && text_of(vm, &e).starts_with("Cannot add ") => Err(refused()),
+        other => other,
+    }
+}
+
+fn str_concat(seq: PySequence<'_>, other: &PyObject, vm: &VirtualMachine) -> PyResult {
+    concat(&STR_CONCAT, "str", seq, other, vm)
+}
+
+fn list_concat(seq: PySequence<'_>, other: &PyObject, vm: &VirtualMachine) -> PyResult {
+    concat(&LIST_CONCAT, "list", seq, other, vm)
+}
+
+fn tuple_concat(seq: PySequence<'_>, other: &PyObject, vm: &VirtualMachine) -> PyResult {
+    concat(&TUPLE_CONCAT, "tuple", seq, other, vm)
 }
 
 /// The same exception with its message's `from` prefix replaced by `to`.
