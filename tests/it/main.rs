@@ -7,6 +7,7 @@ mod architecture;
 mod budgets;
 mod cli;
 mod config_gc;
+mod corpus;
 mod crash;
 mod externals;
 mod invariants;

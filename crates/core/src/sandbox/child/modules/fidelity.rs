@@ -192,7 +192,7 @@ fn reword_method(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython
     let Some(original) = typ.get_attr(interned) else { return };
     let wrapped = vm.new_method(name, typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
         original.call(args.clone(), vm).map_err(|e| match message(vm, &args, &e) {
-            Some(text) => vm.new_exception_msg(e.class().to_owned(), text.into()),
+            Some(text) => fresh(vm, &e, text),
             None => e,
         })
     });
@@ -226,11 +226,17 @@ fn tuple_concat(seq: PySequence<'_>, other: &PyObject, vm: &VirtualMachine) -> P
     concat(&TUPLE_CONCAT, "tuple", seq, other, vm)
 }
 
+/// A new exception of `e`'s class with `message`, made by calling the class (as Python
+/// would) so that subclasses with their own state (OSError's errno) are initialised.
+fn fresh(vm: &VirtualMachine, e: &PyBaseExceptionRef, message: String) -> PyBaseExceptionRef {
+    vm.invoke_exception(e.class().to_owned(), vec![vm.ctx.new_str(message).into()]).unwrap_or_else(|other| other)
+}
+
 /// The same exception with its message's `from` prefix replaced by `to`.
 fn reword(vm: &VirtualMachine, e: PyBaseExceptionRef, from: &str, to: &str) -> PyBaseExceptionRef {
     let message = e.as_object().str(vm).map(|s: PyStrRef| s.to_string_lossy().into_owned()).unwrap_or_default();
     match message.strip_prefix(from) {
-        Some(rest) => vm.new_exception_msg(e.class().to_owned(), format!("{to}{rest}").into()),
+        Some(rest) => fresh(vm, &e, format!("{to}{rest}")),
         None => e,
     }
 }

@@ -25,7 +25,7 @@ static FROZEN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/stdlib.frozen")
 const VM_INTERNAL: &[&str] = &[
     "_abc", "_ast", "_codecs", "_collections", "_functools", "_io", "_operator", "_sre", "_stat", "_string",
     "_thread", "_typing", "_types", "_warnings", "_weakref", "builtins", "errno", "itertools", "sys", "time",
-    "_imp", "marshal", "atexit", "_frozen_importlib", "_frozen_importlib_external",
+    "_frozen_importlib",
 ];
 
 /// An interpreter with the sandbox's native modules and frozen library registered (none

@@ -26,7 +26,9 @@ const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help", "exit", "qu
 /// no files.
 fn no_files(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
     let what = args.args.first().map(|a| a.repr(vm).map(|r| r.to_string())).transpose()?.unwrap_or_default();
-    Err(vm.new_exception_msg(vm.ctx.exceptions.permission_error.to_owned(), format!("the sandbox has no files ({what}); use read_file and write_file").into()))
+    // Called, not built: an OSError needs its own initialisation or str() on it fails.
+    let message = vm.ctx.new_str(format!("the sandbox has no files ({what}); use read_file and write_file"));
+    Err(vm.invoke_exception(vm.ctx.exceptions.permission_error.to_owned(), vec![message.into()])?)
 }
 
 /// Sets up the modules and the script's namespace; returns the script's globals.

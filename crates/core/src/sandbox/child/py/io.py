@@ -21,7 +21,7 @@ def text_encoding(encoding, stacklevel=2):
 
 
 def open(file, *args, **kwargs):
-    raise PermissionError(1, "the sandbox has no files; read and write the project with read_file and write_file", file)
+    raise PermissionError("the sandbox has no files (%r); read and write the project with read_file and write_file" % (file,))
 
 
 open_code = open

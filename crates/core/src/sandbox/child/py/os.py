@@ -38,7 +38,7 @@ class stat_result(tuple):
 
 
 def _no_host(*args, **kwargs):
-    raise PermissionError(1, "the sandbox has no file system or processes; use the externals (read_file, write_file, ...)")
+    raise PermissionError("the sandbox has no file system or processes; use the externals (read_file, write_file, ...)")
 
 
 stat = lstat = fstat = scandir = listdir = open = close = read = write = unlink = remove = _no_host
