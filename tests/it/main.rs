@@ -11,6 +11,7 @@ mod corpus;
 mod crash;
 mod externals;
 mod invariants;
+mod library;
 mod lifecycle;
 mod protected;
 mod review;

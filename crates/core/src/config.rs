@@ -47,6 +47,7 @@ keys! {
     "sandbox" "max_log_bytes" Kind::Int { min: 1024 }, "1048576", "Bound on log() output and on the size of the run's result, in bytes.";
     "sandbox" "max_write_bytes" Kind::Int { min: 1 }, "52428800", "Total bytes an agent may write through write_file in one run.";
     "sandbox" "max_files_written" Kind::Int { min: 1 }, "10000", "Number of distinct files an agent may write or delete in one run.";
+    "sandbox" "random_seed" Kind::Int { min: -1 }, "-1", "Seed of the random module in agent scripts; -1 gives every run a fresh seed from the host.";
     "llm" "endpoint" Kind::Str, "\"\"", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).";
     "llm" "model" Kind::Str, "\"\"", "Model name sent with every completion request.";
     "llm" "api_key_env" Kind::Str, "\"OPENAI_API_KEY\"", "Name of the environment variable holding the API key (sent as a Bearer token when set).";
@@ -88,6 +89,7 @@ pub struct Sandbox {
     pub max_log_bytes: u64,
     pub max_write_bytes: u64,
     pub max_files_written: u64,
+    pub random_seed: i64,
 }
 
 fn syntax_layer_on() -> bool {

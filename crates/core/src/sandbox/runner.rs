@@ -77,7 +77,7 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
         max_recursion: limits.max_recursion,
         max_memory_mb: limits.max_memory_mb,
         timeout_seconds: limits.timeout_seconds,
-        seed: rand::random(),
+        seed: u64::try_from(limits.random_seed).unwrap_or_else(|_| rand::random()),
         now_ns: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
     };
     let mut outcome = None;
