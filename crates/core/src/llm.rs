@@ -194,8 +194,9 @@ fn code_prompt(project: &Project) -> String {
 only, in one ```python fenced block.\n\n\
 The script runs in a sandbox. It reaches the project only through these functions (no other I/O; \
 `await` before a call is optional):\n{externals}\n\
-Rules: paths are relative to the project root, with '/'. Do not import anything except {imports}. \
-No open(), eval(), exec(), compile(), globals(), no object internals (__subclasses__, __globals__, \
+Rules: paths are relative to the project root, with '/'. You may import these standard library \
+modules (CPython's) and nothing else: {imports}; there is no os, subprocess or file access. \
+print() goes to the run log. No open(), eval(), exec(), compile(), globals(), no object internals (__subclasses__, __globals__, \
 __builtins__, __code__, __mro__, __bases__), no frame or code internals. Use plain Python: \
 functions, classes, comprehensions, f-strings, str methods. Only the files you write change; read \
 a file before rewriting it. End with submit_result(summary, changed_files).\n\n\
