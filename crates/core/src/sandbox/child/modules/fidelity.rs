@@ -107,12 +107,9 @@ fn decimal_spec(spec: &str) -> bool {
 
 fn view_compare(original: &OnceLock<Compare>, zelf: &PyObject, other: &PyObject, op: PyComparisonOp, vm: &VirtualMachine) -> PyResult<Either<PyObjectRef, PyComparisonValue>> {
     if other.downcast_ref::<PyFrozenSet>().is_some() {
+        // As CPython does: the view compares as the set of its elements.
         let as_set = vm.ctx.types.set_type.as_object().call((zelf.to_owned(),), vm)?;
-        return Ok(Either::A(vm.bool_eq(&as_set, other).map(|eq| vm.ctx.new_bool(eq).into()).and_then(|v: PyObjectRef| match op {
-            PyComparisonOp::Eq => Ok(v),
-            PyComparisonOp::Ne => Ok(vm.ctx.new_bool(!v.try_to_bool(vm)?).into()),
-            _ => as_set.rich_compare(other.to_owned(), op, vm),
-        })?));
+        return as_set.rich_compare(other.to_owned(), op, vm).map(Either::A);
     }
     match original.get() {
         Some(f) => f(zelf, other, op, vm),

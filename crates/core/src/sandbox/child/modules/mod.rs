@@ -17,7 +17,7 @@ use crate::sandbox::policy::{self, FORBIDDEN_BUILTINS};
 use rustpython_vm::builtins::PyDictRef;
 use rustpython_vm::compiler::Mode;
 use rustpython_vm::function::{FuncArgs, OptionalArg};
-use rustpython_vm::{AsObject, PyObjectRef, PyResult, VirtualMachine};
+use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 
 /// Builtins removed from the interpreter altogether (library code needs none of them).
 const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help", "exit", "quit"];
@@ -132,7 +132,7 @@ pub fn input_fn(vm: &VirtualMachine, inputs: &'static std::sync::OnceLock<serde_
     .into()
 }
 
-/// True when `obj` is Python's `None` or absent.
+/// An optional argument, unless absent or `None`.
 fn given(vm: &VirtualMachine, obj: Option<&PyObjectRef>) -> Option<PyObjectRef> {
-    obj.filter(|o| !vm.is_none(o)).cloned().filter(|o| !o.is(&vm.ctx.none))
+    obj.filter(|o| !vm.is_none(o)).cloned()
 }
