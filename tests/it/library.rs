@@ -64,6 +64,18 @@ fn sys_is_restricted_and_the_recursion_limit_capped() {
     f.home_config("[sandbox]\nmax_recursion = 300\n");
     let s = f.run_ok("import sys\nsys.setrecursionlimit(100000)\n[sys.getrecursionlimit(), hasattr(sys, 'modules'), hasattr(sys, 'path'), hasattr(sys, '_getframe'), sys.version_info[0]]\n");
     assert_eq!(s.result, Some(serde_json::json!([300, false, false, false, 3])));
+    // sys.exit() ends a script as in Python: code 0 or none is success, any other an error.
+    let s = f.run_ok("import sys
+write_file('a.txt', 'x')
+sys.exit(0)
+write_file('b.txt', 'y')
+");
+    assert_eq!(s.changes.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["a.txt"]);
+    let s = f.run_inline("import sys
+sys.exit('bad input')
+");
+    assert_eq!(s.state.as_str(), "errored");
+    assert!(s.error.as_deref().unwrap_or("").contains("SystemExit: bad input"), "{:?}", s.error);
 }
 
 #[test]

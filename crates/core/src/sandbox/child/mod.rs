@@ -124,14 +124,17 @@ fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
         Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
     };
     let scope = Scope::with_builtins(None, globals, vm);
+    let done = |scope: &Scope| {
+        let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {
+            Ok(Some(obj)) => to_json(vm, &obj).unwrap_or_else(|| repr(vm, &obj)),
+            _ => Value::Null,
+        };
+        ChildMsg::Done { result: Some(result), error: None }
+    };
     match vm.run_code_obj(code, scope.clone()) {
-        Ok(_) => {
-            let result = match scope.globals.get_item_opt(RESULT_NAME, vm) {
-                Ok(Some(obj)) => to_json(vm, &obj).unwrap_or_else(|| repr(vm, &obj)),
-                _ => Value::Null,
-            };
-            ChildMsg::Done { result: Some(result), error: None }
-        }
+        Ok(_) => done(&scope),
+        // `sys.exit()` and `sys.exit(0)` end a script successfully, as in Python.
+        Err(exc) if exc.class().is(vm.ctx.exceptions.system_exit) && clean_exit(vm, &exc) => done(&scope),
         Err(exc) => {
             let kind = if exc.class().is(vm.ctx.exceptions.recursion_error) {
                 ErrorKind::Recursion
@@ -142,6 +145,14 @@ fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
             };
             done_err(kind, exception_text(vm, &exc))
         }
+    }
+}
+
+/// True for a `SystemExit` without a code or with code 0.
+fn clean_exit(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> bool {
+    match exc.as_object().get_attr("code", vm) {
+        Ok(code) => vm.is_none(&code) || code.try_to_value::<i64>(vm).is_ok_and(|c| c == 0),
+        Err(_) => false,
     }
 }
 
