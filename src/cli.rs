@@ -128,6 +128,21 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print the event stream: state changes, tool calls, log lines, hunk decisions, undos.
+    Events {
+        /// Print events after this sequence number (0: from the start).
+        #[arg(long, default_value_t = 0)]
+        since: i64,
+        /// Keep printing new events as they happen (until Ctrl-C).
+        #[arg(long, short)]
+        follow: bool,
+        /// Only this agent's events (any prefix of its id).
+        #[arg(long)]
+        agent: Option<String>,
+        /// JSON Lines: one object per event, with a `type` field.
+        #[arg(long)]
+        json: bool,
+    },
     /// Accept one hunk (numbered as `cairn hunks` shows them) into the project.
     AcceptHunk {
         id: String,
@@ -269,6 +284,12 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let project = open_project(root, home, false)?;
             let report = cairn_core::doctor::run(&project)?;
             return Ok(crate::render::doctor(&report, json));
+        }
+        Cmd::Events { since, follow, agent, json } => {
+            let project = open_project(root, home, false)?;
+            project.ensure_initialized()?;
+            crate::stream::run(&project, since, follow, json, agent.as_deref())?;
+            return Ok(0);
         }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

@@ -6,6 +6,7 @@
 //! - [`daemon`]: the loop of a long-running process (`cairn up`, the Neovim host): recovery,
 //!   the watcher, signal files and the worker pool;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
+//! - [`stream`]: `cairn events`, the event stream on stdout;
 //! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
 //! - [`tmux`]: the preview split;
 //! - [`logging`]: `tracing` to `$CAIRN_HOME/logs/`.
@@ -16,6 +17,7 @@
 
 pub mod cli;
 pub mod daemon;
+pub mod stream;
 pub mod host;
 pub mod logging;
 mod render;

@@ -140,8 +140,8 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
         if let Ok(Ok(events)) = events {
             for ev in events {
                 last = ev.seq;
-                // Log lines change no proposal: no ghost recomputation for them.
-                if ev.message.starts_with("log: ") {
+                // Log lines and tool calls change no proposal: no ghost recomputation for them.
+                if ev.kind.is_activity() {
                     continue;
                 }
                 ghost_dirty = true;

@@ -9,6 +9,7 @@ mod cli;
 mod config_gc;
 mod corpus;
 mod crash;
+mod events;
 mod externals;
 mod invariants;
 mod library;

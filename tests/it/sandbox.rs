@@ -447,7 +447,7 @@ fn the_parent_trusts_no_claim_from_the_child() {
     let p = f.project();
     let overlay = p.overlay("pipe01").unwrap();
     let ask = |_: &str, _: &str, _: Duration| -> Result<String, String> { Err("none".into()) };
-    let on_log = |_: &str| {};
+    let on_log = |_: &cairn::events::EventKind| {};
     let big_message = "m".repeat(1 << 20);
     let many_args = format!("{{\"t\":\"call\",\"name\":\"log\",\"args\":[{}],\"kwargs\":{{}}}}", vec!["\"x\""; 100].join(","));
     let cases: Vec<(String, Option<ErrorKind>)> = vec![

@@ -21,6 +21,7 @@ pub mod par;
 pub mod paths;
 pub mod config;
 pub mod lifecycle;
+pub mod events;
 pub mod project;
 pub mod store;
 pub mod sync;

@@ -15,6 +15,7 @@ mod search;
 
 use crate::config::Sandbox as Limits;
 use crate::error::Error;
+use crate::events::EventKind;
 use crate::lifecycle::ErrorKind;
 use crate::paths;
 use crate::store::overlay::{AuditRecord, Overlay};
@@ -120,7 +121,8 @@ pub struct Host<'a> {
     /// `run.log` of the agent (log() lines).
     pub log_file: Option<std::fs::File>,
     /// Called with each log line (event stream).
-    pub on_log: &'a dyn Fn(&str),
+    /// Receives the run's events: log lines and tool calls ([`crate::events`]).
+    pub on_event: &'a dyn Fn(&EventKind),
     written_bytes: u64,
     /// Bytes read by `read_file` and `search_content` so far (see [`files::MAX_READ_BYTES`]).
     read_bytes: u64,
@@ -138,8 +140,8 @@ pub const MAX_AUDITED_CALLS: u64 = 10_000;
 
 impl<'a> Host<'a> {
     /// A host serving `view` within `limits`.
-    pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_log: &'a dyn Fn(&str)) -> Self {
-        Host { view, limits, ask_llm, log_file, on_log, written_bytes: 0, read_bytes: 0, deadline: None, log_bytes: 0, submitted: false, calls: 0 }
+    pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_event: &'a dyn Fn(&EventKind)) -> Self {
+        Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, log_bytes: 0, submitted: false, calls: 0 }
     }
 
     fn overlay(&self) -> &Overlay {
@@ -154,6 +156,15 @@ impl<'a> Host<'a> {
     /// Runs one call and records it in the audit log.
     pub fn call(&mut self, name: &str, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
         let start = Instant::now();
+        let audited = self.calls < MAX_AUDITED_CALLS;
+        let mut all_args = args.to_vec();
+        if !kwargs.is_empty() {
+            all_args.push(Value::Object(kwargs.clone()));
+        }
+        let summary = if audited { summarize(&Value::Array(all_args)) } else { String::new() };
+        if audited {
+            (self.on_event)(&EventKind::ToolRequested { tool: shorten(name.to_string()), args: summary.clone() });
+        }
         let result = match name.parse::<External>() {
             // A panic in a call (a bug, or a dependency failing on hostile input) ends the run
             // as `internal`; it never unwinds through the runner and leaves the agent running.
@@ -166,14 +177,10 @@ impl<'a> Host<'a> {
             // Past the cap the calls still run; the audit log keeps what it has.
             return result;
         }
-        let mut all_args = args.to_vec();
-        if !kwargs.is_empty() {
-            all_args.push(Value::Object(kwargs.clone()));
-        }
         let rec = AuditRecord {
             ts_ms: crate::time::now_ms(),
             name: name.to_string(),
-            args: summarize(&Value::Array(all_args)),
+            args: summary,
             result: result.as_ref().ok().map(summarize),
             error: result.as_ref().err().map(|e| match e {
                 CallError::Raise { exc, message } => shorten(format!("{exc}: {message}")),
@@ -181,6 +188,11 @@ impl<'a> Host<'a> {
             }),
             duration_us: start.elapsed().as_micros() as i64,
         };
+        let tool = shorten(name.to_string());
+        (self.on_event)(&match (&rec.result, &rec.error) {
+            (_, Some(error)) => EventKind::ToolFailed { tool, duration_us: rec.duration_us, error: error.clone() },
+            (result, None) => EventKind::ToolCompleted { tool, duration_us: rec.duration_us, result: result.clone().unwrap_or_default() },
+        });
         if let Err(e) = self.overlay().audit(&rec) {
             tracing::warn!("audit log write failed: {e}");
         }
@@ -278,7 +290,7 @@ impl<'a> Host<'a> {
         if let Some(f) = self.log_file.as_mut() {
             let _ = writeln!(f, "{message}");
         }
-        (self.on_log)(message);
+        (self.on_event)(&EventKind::Log { message: message.to_string() });
         Ok(())
     }
 }

@@ -83,13 +83,15 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let log_path = dir.join("run.log");
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
     let ask = |prompt: &str, context: &str, budget: std::time::Duration| crate::llm::ask(project, prompt, context, budget);
-    let on_log = |line: &str| {
-        if let Ok(bin) = project.bin() {
-            let _ = bin.note(id, State::Executing, &format!("log: {line}"));
+    // One connection for the run's events (log lines, tool calls): appends stay cheap.
+    let events = project.bin()?;
+    let on_event = |kind: &crate::events::EventKind| {
+        if let Err(e) = events.append(id, State::Executing, kind) {
+            tracing::warn!("event append failed: {e}");
         }
     };
     let view = View::new(project, &overlay)?;
-    let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_log);
+    let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_event);
     host.deadline = Some(deadline);
     let mut inputs = Map::new();
     inputs.insert("task_description".into(), Value::String(rec.task.clone()));

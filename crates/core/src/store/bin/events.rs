@@ -1,20 +1,39 @@
-//! The event stream in `bin.db` that other processes follow (notifications, ghost text), and
-//! the record of hunk-level review decisions.
+//! The event stream in `bin.db` ([`crate::events`]) and the record of hunk-level review
+//! decisions.
 
-use super::{Bin, Event};
+use super::{insert_event, Bin, Event};
 use crate::error::Result;
+use crate::events::EventKind;
 use crate::lifecycle::State;
-use rusqlite::params;
+use rusqlite::{params, Connection};
+
+/// Adds the `data` column (the typed event) to a `bin.db` made before it existed; older rows
+/// read as state changes with their message.
+pub(super) fn migrate(conn: &Connection) -> Result<()> {
+    let has_data = conn.prepare("SELECT data FROM events LIMIT 0").is_ok();
+    if !has_data {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN data TEXT")?;
+    }
+    Ok(())
+}
 
 impl Bin {
-    /// Events after `after_seq`, oldest first.
-    pub fn events_since(&self, after_seq: i64) -> Result<Vec<Event>> {
-        let mut st = self.conn.prepare_cached("SELECT seq, agent_id, ts_ms, state, message FROM events WHERE seq > ?1 ORDER BY seq")?;
-        let rows = st.query_map([after_seq], |r| {
+    /// Events after `after_seq`, oldest first, at most `limit`.
+    pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
+        let mut st = self.conn.prepare_cached("SELECT seq, agent_id, ts_ms, state, message, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+        let rows = st.query_map(params![after_seq, limit as i64], |r| {
             let state: String = r.get(3)?;
-            Ok(Event { seq: r.get(0)?, agent_id: r.get(1)?, ts_ms: r.get(2)?, state: state.parse().unwrap_or(State::Errored), message: r.get(4)? })
+            let message: String = r.get(4)?;
+            let data: Option<String> = r.get(5)?;
+            let kind = data.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or_else(|| EventKind::StateChanged { message: message.clone() });
+            Ok(Event { seq: r.get(0)?, agent_id: r.get(1)?, ts_ms: r.get(2)?, state: state.parse().unwrap_or(State::Errored), message, kind })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every event after `after_seq`, oldest first.
+    pub fn events_since(&self, after_seq: i64) -> Result<Vec<Event>> {
+        self.events_after(after_seq, i64::MAX as usize)
     }
 
     /// The newest event's sequence number (0 when none).
@@ -22,23 +41,21 @@ impl Bin {
         Ok(self.conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
     }
 
-    /// Appends an event that is not a state change (log lines, accept of a hunk, undo).
-    pub fn note(&self, id: &str, state: State, message: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?3, ?4)",
-            params![id, crate::time::now_ms(), state.as_str(), message],
-        )?;
-        Ok(())
+    /// Appends an event that is not a state change (a log line, a tool call, an undo).
+    pub fn append(&self, id: &str, state: State, kind: &EventKind) -> Result<()> {
+        insert_event(&self.conn, id, state, kind)
     }
 
     /// Records a hunk-level decision on `path` (and the matching event).
     pub fn decide_hunk(&self, id: &str, path: &str, accepted: bool) -> Result<()> {
-        self.conn.execute(
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
             "INSERT INTO hunk_decisions(agent_id, path, ts_ms, accepted) VALUES (?1, ?2, ?3, ?4)",
             params![id, path, crate::time::now_ms(), accepted],
         )?;
-        let verb = if accepted { "accepted" } else { "rejected" };
-        self.note(id, State::Reviewing, &format!("{verb} a hunk of {path}"))
+        insert_event(&tx, id, State::Reviewing, &EventKind::HunkDecided { path: path.to_string(), accepted })?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// How many hunks of `id` were accepted into the project.

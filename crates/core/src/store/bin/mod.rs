@@ -16,6 +16,7 @@ mod workers;
 
 use super::Hash;
 use crate::error::{Error, Result};
+use crate::events::EventKind;
 use crate::lifecycle::{ErrorKind, Priority, Provider, State};
 
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
@@ -47,7 +48,8 @@ CREATE TABLE IF NOT EXISTS events(
     agent_id TEXT NOT NULL,
     ts_ms INTEGER NOT NULL,
     state TEXT NOT NULL,
-    message TEXT NOT NULL
+    message TEXT NOT NULL,
+    data TEXT
 );
 CREATE TABLE IF NOT EXISTS hunk_decisions(
     agent_id TEXT NOT NULL,
@@ -101,15 +103,7 @@ pub struct Worker {
     pub start: i64,
 }
 
-/// One lifecycle event.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Event {
-    pub seq: i64,
-    pub agent_id: String,
-    pub ts_ms: i64,
-    pub state: State,
-    pub message: String,
-}
+pub use crate::events::Event;
 
 /// One path of an accept, as journaled before the working tree is touched.
 #[derive(Debug, Clone)]
@@ -173,7 +167,9 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        Ok(Bin { conn: super::open(path, SCHEMA)? })
+        let conn = super::open(path, SCHEMA)?;
+        events::migrate(&conn)?;
+        Ok(Bin { conn })
     }
 
     /// Inserts a new queued agent with a fresh short id.
@@ -197,10 +193,7 @@ impl Bin {
             "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?6, ?2, ?3, ?4, ?5, ?5)",
             params![id, task, provider.as_str(), priority as i64, now, State::Queued.as_str()],
         )?;
-        tx.execute(
-            "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?4, ?3)",
-            params![id, now, task, State::Queued.as_str()],
-        )?;
+        insert_event(&tx, &id, State::Queued, &EventKind::StateChanged { message: task.to_string() })?;
         if let Some(k) = key {
             tx.execute("INSERT INTO queue_keys(key, agent_id) VALUES (?1, ?2)", params![k, id])?;
         }
@@ -277,7 +270,7 @@ impl Bin {
     /// Marks an accepted agent as undone.
     pub fn mark_undone(&mut self, id: &str) -> Result<()> {
         self.conn.execute("UPDATE agents SET undone = 1 WHERE id = ?1", [id])?;
-        self.note(id, State::Accepted, "undone")
+        self.append(id, State::Accepted, &EventKind::Undone)
     }
 
     /// Removes every trace of `id` (GC).
@@ -323,9 +316,16 @@ pub(super) fn apply_transition(tx: &rusqlite::Transaction, id: &str, to: State, 
             .unwrap_or("")
             .to_string(),
     };
-    tx.execute(
-        "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?3, ?4)",
-        params![id, now, to.as_str(), message],
+    insert_event(tx, id, to, &EventKind::StateChanged { message })?;
+    Ok(())
+}
+
+/// Appends one event inside the caller's transaction (or connection).
+pub(super) fn insert_event(conn: &Connection, id: &str, state: State, kind: &EventKind) -> Result<()> {
+    let data = serde_json::to_string(kind).unwrap_or_default();
+    conn.execute(
+        "INSERT INTO events(agent_id, ts_ms, state, message, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, crate::time::now_ms(), state.as_str(), kind.describe(), data],
     )?;
     Ok(())
 }

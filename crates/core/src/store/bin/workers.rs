@@ -58,10 +58,7 @@ impl Bin {
                     "UPDATE agents SET state = ?3, attempts = attempts + 1, worker_pid = NULL, worker_start = NULL, state_changed_ms = ?2 WHERE id = ?1",
                     params![id, now, State::Queued.as_str()],
                 )?;
-                tx.execute(
-                    "INSERT INTO events(agent_id, ts_ms, state, message) VALUES (?1, ?2, ?3, 're-queued after its worker stopped')",
-                    params![id, now, State::Queued.as_str()],
-                )?;
+                super::insert_event(&tx, &id, State::Queued, &crate::events::EventKind::Requeued { message: "re-queued after its worker stopped".into() })?;
                 touched.push((id, State::Queued));
             } else {
                 let extra = TransitionExtra { error: Some((ErrorKind::Interrupted, "interrupted: its worker stopped twice mid-run")), ..Default::default() };

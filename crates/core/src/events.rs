@@ -1,0 +1,78 @@
+//! The event stream: every state change, external (tool) call, log line, hunk decision,
+//! accept and undo is one typed, append-only event in `bin.db` ([`crate::store::Bin`]),
+//! numbered by a sequence without gaps (an event commits with the change it reports, or not
+//! at all). `cairn events` prints them as JSON Lines; the Neovim host follows them.
+//!
+//! [`EventKind`] is the one definition of what can happen; it serializes with a `type`
+//! discriminator (`{"type": "tool_completed", "tool": "read_file", ...}`).
+
+use crate::lifecycle::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The agent moved to the event's state.
+    StateChanged { message: String },
+    /// A line the agent logged (`log()`, `print`).
+    Log { message: String },
+    /// An external call arrived from the agent (arguments summarized as JSON text).
+    ToolRequested { tool: String, args: String },
+    /// It returned (result summarized).
+    ToolCompleted { tool: String, duration_us: i64, result: String },
+    /// It raised, or ended the run.
+    ToolFailed { tool: String, duration_us: i64, error: String },
+    /// A worker died and its agent went back to the queue.
+    Requeued { message: String },
+    /// One hunk of `path` was accepted into the project or dropped from the proposal.
+    HunkDecided { path: String, accepted: bool },
+    /// What an accept had changed was put back.
+    Undone,
+}
+
+impl EventKind {
+    /// One line for people (notifications, `cairn events` without `--json`).
+    pub fn describe(&self) -> String {
+        match self {
+            EventKind::StateChanged { message } | EventKind::Requeued { message } => message.clone(),
+            EventKind::Log { message } => format!("log: {message}"),
+            EventKind::ToolRequested { tool, .. } => format!("{tool}() called"),
+            EventKind::ToolCompleted { tool, duration_us, .. } => format!("{tool}() returned after {} µs", duration_us),
+            EventKind::ToolFailed { tool, error, .. } => format!("{tool}() failed: {error}"),
+            EventKind::HunkDecided { path, accepted } => format!("{} a hunk of {path}", if *accepted { "accepted" } else { "rejected" }),
+            EventKind::Undone => "undone".to_string(),
+        }
+    }
+
+    /// The `type` discriminator alone.
+    pub fn type_name(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_string(),
+            _ => "unknown".to_string(),
+        }
+    }
+
+    /// True for events that change no proposal (the host skips its ghost-text refresh).
+    pub fn is_activity(&self) -> bool {
+        matches!(self, EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. })
+    }
+}
+
+/// One persisted event.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// Position in the stream: 1, 2, 3, ... with no gaps.
+    pub seq: i64,
+    pub ts_ms: i64,
+    #[serde(rename = "agent")]
+    pub agent_id: String,
+    /// The agent's state when it happened.
+    pub state: State,
+    /// [`EventKind::describe`] of the event, kept for readers that want text.
+    #[serde(rename = "text")]
+    pub message: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
