@@ -285,12 +285,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let report = cairn_core::doctor::run(&project)?;
             return Ok(crate::render::doctor(&report, json));
         }
-        Cmd::Events { since, follow, agent, json } => {
-            let project = open_project(root, home, false)?;
-            project.ensure_initialized()?;
-            crate::stream::run(&project, since, follow, json, agent.as_deref())?;
-            return Ok(0);
-        }
+        Cmd::Events { since, follow, agent, json } => return events(root, home, since, follow, agent.as_deref(), json),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
             return Ok(crate::render::check(&out, json));
@@ -347,6 +342,14 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         });
     }
     Ok(crate::render::output(&project, &out))
+}
+
+/// `cairn events`.
+fn events(root: Option<&Path>, home: &Path, since: i64, follow: bool, agent: Option<&str>, json: bool) -> Result<i32> {
+    let project = open_project(root, home, false)?;
+    project.ensure_initialized()?;
+    crate::stream::run(&project, since, follow, json, agent)?;
+    Ok(0)
 }
 
 /// Hunk `number` (1-based) of `path` in agent `id`'s proposal as it is now.
