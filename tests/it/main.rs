@@ -11,6 +11,7 @@ mod corpus;
 mod crash;
 mod events;
 mod externals;
+mod hashline;
 mod invariants;
 mod library;
 mod lifecycle;

@@ -29,6 +29,7 @@ pub mod watcher;
 pub mod index;
 pub mod view;
 pub mod externals;
+pub mod hashline;
 pub mod sandbox;
 pub mod providers;
 pub mod llm;

@@ -65,6 +65,20 @@ impl Host<'_> {
         }
     }
 
+    /// `edit_lines(path, ops)`: hashline edits ([`crate::hashline`]) of the agent's version,
+    /// written back like `write_file`; any bad tag refuses the whole edit.
+    pub(super) fn edit_lines(&mut self, rel: &str, ops: Option<&Value>) -> Result<Value, CallError> {
+        let ops: Vec<crate::hashline::Op> = match ops {
+            Some(v @ Value::Array(_)) => serde_json::from_value(v.clone()).map_err(|e| raise("ValueError", format!("edit_lines(): bad ops: {e}")))?,
+            _ => return Err(raise("TypeError", "edit_lines(): ops must be a list of dicts")),
+        };
+        refuse_protected(rel)?;
+        let Value::String(text) = self.read_file(rel)? else { return Err(raise("ValueError", format!("not a text file: {rel}"))) };
+        let edited = crate::hashline::apply(&text, &ops).map_err(|e| raise("ValueError", e.to_string()))?;
+        self.write_file(rel, &edited)?;
+        Ok(serde_json::json!({ "path": rel, "lines": edited.lines().count(), "ops": ops.len() }))
+    }
+
     pub(super) fn write_file(&mut self, rel: &str, content: &str) -> Result<Value, CallError> {
         refuse_protected(rel)?;
         if rel.is_empty() || paths::has_skipped_component(rel) {

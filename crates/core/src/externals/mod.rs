@@ -33,6 +33,7 @@ closed_set! {
     External, "external function" {
         ReadFile = "read_file",
         WriteFile = "write_file",
+        EditLines = "edit_lines",
         DeleteFile = "delete_file",
         ListDir = "list_dir",
         FileExists = "file_exists",
@@ -48,8 +49,9 @@ impl External {
     /// The Python signature, as the LLM prompt shows it.
     pub fn signature(self) -> &'static str {
         match self {
-            External::ReadFile => "read_file(path: str) -> str",
+            External::ReadFile => "read_file(path: str, tagged: bool = False) -> str",
             External::WriteFile => "write_file(path: str, content: str) -> bool",
+            External::EditLines => "edit_lines(path: str, ops: list[dict]) -> dict",
             External::DeleteFile => "delete_file(path: str) -> bool",
             External::ListDir => "list_dir(path: str = \".\") -> list[str]",
             External::FileExists => "file_exists(path: str) -> bool",
@@ -64,8 +66,9 @@ impl External {
     /// One line on what it does, as the LLM prompt shows it.
     pub fn summary(self) -> &'static str {
         match self {
-            External::ReadFile => "the file's text; FileNotFoundError if missing, ValueError if binary",
+            External::ReadFile => "the file's text (tagged: each line as 'N:hash|text'); FileNotFoundError if missing, ValueError if binary",
             External::WriteFile => "create or replace a file (parent directories are implied)",
+            External::EditLines => "edit lines by tag from a tagged read: ops {op: replace|insert_after|delete, tag, end?, lines?}; a stale tag raises ValueError and changes nothing",
             External::DeleteFile => "delete a file",
             External::ListDir => "sorted names, directories end with '/'",
             External::FileExists => "does a file or directory exist",
@@ -228,7 +231,19 @@ impl<'a> Host<'a> {
 
     fn dispatch(&mut self, external: External, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
         match external {
-            External::ReadFile => self.read_file(&self.path_arg(args, kwargs, 0, "path", None)?),
+            External::ReadFile => {
+                let rel = self.path_arg(args, kwargs, 0, "path", None)?;
+                let text = self.read_file(&rel)?;
+                match (arg(args, kwargs, 1, "tagged"), text) {
+                    (Some(Value::Bool(true)), Value::String(t)) => Ok(Value::String(crate::hashline::tagged(&t))),
+                    (None | Some(Value::Bool(false) | Value::Null), text) => Ok(text),
+                    (Some(other), _) => Err(raise("TypeError", format!("read_file(): tagged must be a bool, not {}", type_name(other)))),
+                }
+            }
+            External::EditLines => {
+                let rel = self.path_arg(args, kwargs, 0, "path", None)?;
+                self.edit_lines(&rel, arg(args, kwargs, 1, "ops"))
+            }
             External::WriteFile => {
                 let rel = self.path_arg(args, kwargs, 0, "path", None)?;
                 self.write_file(&rel, &str_arg(args, kwargs, 1, "content", None)?)
