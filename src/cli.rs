@@ -128,6 +128,11 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Tasks: create, list, show, claim, transition, check, attest, note.
+    Task {
+        #[command(subcommand)]
+        cmd: crate::task_cli::TaskCmd,
+    },
     /// Print the event stream: state changes, tool calls, log lines, hunk decisions, undos.
     Events {
         /// Print events after this sequence number (0: from the start).
@@ -230,7 +235,15 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
         // Test-only: the escape suites run once more without the policy check and guards.
         config.sandbox.syntax_layer = false;
     }
-    Project::new(&root, Home::new(home), config, exe)
+    let mut project = Project::new(&root, Home::new(home), config, exe)?;
+    project.actor = human_actor();
+    Ok(project)
+}
+
+/// `human:<login>` for task provenance (`$USER`, else `$LOGNAME`).
+pub fn human_actor() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_default();
+    if user.is_empty() { "human".to_string() } else { format!("human:{user}") }
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -286,6 +299,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             return Ok(crate::render::doctor(&report, json));
         }
         Cmd::Events { since, follow, agent, json } => return events(root, home, since, follow, agent.as_deref(), json),
+        Cmd::Task { cmd } => return task(root, home, cmd),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
             return Ok(crate::render::check(&out, json));
@@ -342,6 +356,13 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         });
     }
     Ok(crate::render::output(&project, &out))
+}
+
+/// `cairn task ...`.
+fn task(root: Option<&Path>, home: &Path, cmd: crate::task_cli::TaskCmd) -> Result<i32> {
+    let project = open_project(root, home, false)?;
+    project.ensure_initialized()?;
+    crate::task_cli::run(&project, cmd)
 }
 
 /// `cairn events`.

@@ -7,6 +7,7 @@
 //!   the watcher, signal files and the worker pool;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
 //! - [`stream`]: `cairn events`, the event stream on stdout;
+//! - [`task_cli`]: `cairn task`, the task graph;
 //! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
 //! - [`tmux`]: the preview split;
 //! - [`logging`]: `tracing` to `$CAIRN_HOME/logs/`.
@@ -18,6 +19,7 @@
 pub mod cli;
 pub mod daemon;
 pub mod stream;
+pub mod task_cli;
 pub mod host;
 pub mod logging;
 mod render;

@@ -20,4 +20,5 @@ mod review;
 mod llm;
 mod sandbox;
 mod signals;
+mod tasks;
 mod watcher;

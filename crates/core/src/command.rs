@@ -183,7 +183,11 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Accept { id, force } => {
             let id = resolve(project, &id)?;
-            Ok(Output::Accepted(review::accept(project, &id, force)?))
+            // A task's checks gate its agent's accept; accepting closes the task.
+            crate::tasks::gate_accept(project, &project.actor, &id, force)?;
+            let accepted = review::accept(project, &id, force)?;
+            crate::tasks::after_accept(project, &project.actor, &id)?;
+            Ok(Output::Accepted(accepted))
         }
         Command::Reject { id } => {
             let id = resolve(project, &id)?;

@@ -62,6 +62,8 @@ keys! {
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
     "jj" "enabled" Kind::Bool, "false", "Reserved for jj integration; currently only recorded.";
+    "tasks" "statuses" Kind::StrList, "[\"backlog\", \"in_progress\", \"review\", \"done\", \"cancelled\"]", "Task statuses in order: where tasks start, where a session works, where a finished session puts them, the one that closes a task once its checks pass; any further ones close it without the checks gate.";
+    "tasks" "check_timeout_seconds" Kind::Int { min: 1 }, "600", "Timeout of one task check command (a check's own timeout wins).";
     "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
     "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
     "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
@@ -134,6 +136,13 @@ pub struct Jj {
     pub enabled: bool,
 }
 
+/// `[tasks]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tasks {
+    pub statuses: Vec<String>,
+    pub check_timeout_seconds: u64,
+}
+
 /// `[ui]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ui {
@@ -151,6 +160,7 @@ pub struct Config {
     pub gc: Gc,
     pub tmux: Tmux,
     pub jj: Jj,
+    pub tasks: Tasks,
     pub ui: Ui,
 }
 

@@ -42,6 +42,14 @@ pub enum Error {
     /// A bad value or file in the configuration.
     #[error("config: {0}")]
     Config(String),
+
+    #[error("no task matches id '{0}'")]
+    UnknownTask(String),
+
+    /// A task rule refused the change: the deps gate, the checks gate, a claim held by
+    /// someone else, an unknown status.
+    #[error("task {task}: {message}")]
+    TaskRefused { task: String, message: String },
     /// A bad argument from the user (CLI, signal file, RPC): the request itself is wrong.
     #[error("{0}")]
     Usage(String),
@@ -117,6 +125,8 @@ impl Error {
             Error::InvalidPath(_) => "invalid_path",
             Error::ProtectedPath { .. } => "protected_path",
             Error::Config(_) => "config",
+            Error::UnknownTask(_) => "unknown_task",
+            Error::TaskRefused { .. } => "task_refused",
             Error::Usage(_) => "usage",
             Error::Database { .. } => "database",
             Error::Busy(_) => "busy",
@@ -155,6 +165,8 @@ impl Error {
             Error::InvalidPath(_) => "paths are project-relative; they may not leave the project".into(),
             Error::ProtectedPath { .. } => "reject this agent: its proposal writes where agents may not".into(),
             Error::Config(_) => "see `:help cairn-config` or doc/cairn.txt for every key".into(),
+            Error::UnknownTask(_) => "`cairn task list` shows every task".into(),
+            Error::TaskRefused { task, .. } => format!("`cairn task show {task}` shows its deps, checks and status"),
             Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
             Error::NoProposal(id) => format!("`cairn status {id}` shows where the agent is"),
             Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
@@ -196,6 +208,8 @@ mod tests {
             Error::InvalidPath(_) => (1, "invalid_path"),
             Error::ProtectedPath { .. } => (1, "protected_path"),
             Error::Config(_) => (1, "config"),
+            Error::UnknownTask(_) => (1, "unknown_task"),
+            Error::TaskRefused { .. } => (1, "task_refused"),
             Error::Usage(_) => (2, "usage"),
             Error::Database { .. } => (1, "database"),
             Error::Busy(_) => (1, "busy"),
@@ -230,6 +244,8 @@ mod tests {
             Error::InvalidPath(s()),
             Error::ProtectedPath { path: s(), rule: "r" },
             Error::Config(s()),
+            Error::UnknownTask(s()),
+            Error::TaskRefused { task: s(), message: s() },
             Error::Usage(s()),
             Error::Busy(s()),
             Error::Database { path: std::path::PathBuf::new(), message: s() },

@@ -30,6 +30,8 @@ pub enum EventKind {
     HunkDecided { path: String, accepted: bool },
     /// What an accept had changed was put back.
     Undone,
+    /// A task was written: `did` is its provenance entry, `who` the actor.
+    TaskChanged { task: String, who: String, did: String },
 }
 
 impl EventKind {
@@ -43,6 +45,7 @@ impl EventKind {
             EventKind::ToolFailed { tool, error, .. } => format!("{tool}() failed: {error}"),
             EventKind::HunkDecided { path, accepted } => format!("{} a hunk of {path}", if *accepted { "accepted" } else { "rejected" }),
             EventKind::Undone => "undone".to_string(),
+            EventKind::TaskChanged { task, who, did } => format!("task {task}: {did} ({who})"),
         }
     }
 

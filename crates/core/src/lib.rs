@@ -25,6 +25,7 @@ pub mod events;
 pub mod project;
 pub mod store;
 pub mod sync;
+pub mod tasks;
 pub mod watcher;
 pub mod index;
 pub mod view;

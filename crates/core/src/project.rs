@@ -61,6 +61,9 @@ pub struct Project {
     /// The `cairn` binary, started for sandbox children (`cairn __sandbox`): the edge passes
     /// the running executable; tests pass the built binary.
     pub exe: PathBuf,
+    /// Who acts through this handle, for task provenance (`human:<user>` from the CLI and the
+    /// Neovim host, the agent's identity from `cairn mcp`); the edge sets it.
+    pub actor: String,
 }
 
 impl Project {
@@ -68,7 +71,7 @@ impl Project {
     /// `cairn` binary that sandbox children run.
     pub fn new(root: &Path, home: Home, config: Config, exe: PathBuf) -> Result<Project> {
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
-        Ok(Project { root, home, config, exe })
+        Ok(Project { root, home, config, exe, actor: "human".to_string() })
     }
 
     /// Finds the project containing `start`: the nearest ancestor with `.agentfs/`.

@@ -53,7 +53,7 @@ impl Kind {
 
 /// Version of every schema below; a database with another `user_version` gets the schema
 /// (re)applied on open. Opening a current database costs no DDL.
-const SCHEMA_VERSION: i32 = 3;
+const SCHEMA_VERSION: i32 = 4;
 
 /// Opens (creating if needed) a database with the settings every cairn database uses: WAL, so
 /// readers never block the writer; a busy timeout, so several cairn processes can share it;

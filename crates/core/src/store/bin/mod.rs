@@ -4,7 +4,8 @@
 //! - this file: the schema, agent records and transitions;
 //! - [`workers`]: claiming queued agents and recovering dead workers' agents;
 //! - [`events`]: the event stream and hunk decisions;
-//! - [`journal`]: the accept journal.
+//! - [`journal`]: the accept journal;
+//! - [`tasks`]: tasks and their provenance.
 //!
 //! Every state change happens inside one IMMEDIATE transaction that checks the move against
 //! [`State::can_move_to`], writes the new state and appends an event, so a transition is
@@ -12,6 +13,7 @@
 
 mod events;
 mod journal;
+mod tasks;
 mod workers;
 
 use super::Hash;
@@ -167,7 +169,7 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, SCHEMA)?;
+        let conn = super::open(path, &format!("{SCHEMA}{}", tasks::SCHEMA))?;
         events::migrate(&conn)?;
         Ok(Bin { conn })
     }

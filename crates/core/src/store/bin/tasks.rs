@@ -1,0 +1,128 @@
+//! Tasks in `bin.db`: rows, provenance and their events. The rules (gates, checks, sessions)
+//! live in [`crate::tasks`]; every write here is one transaction that also appends the
+//! provenance entry and the event.
+
+use super::{insert_event, Bin};
+use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::lifecycle::State;
+use crate::tasks::{Check, Provenance, TaskRow};
+use rusqlite::{params, OptionalExtension, Row};
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL,
+    assignee TEXT,
+    deps TEXT NOT NULL,
+    checks TEXT NOT NULL,
+    agent_id TEXT,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS provenance(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL,
+    who TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    did TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS provenance_task ON provenance(task_id);
+";
+
+const COLS: &str = "id, title, body, status, assignee, deps, checks, agent_id, created_ms";
+
+fn task_row(r: &Row) -> rusqlite::Result<TaskRow> {
+    let json = |i: usize| -> rusqlite::Result<String> { r.get(i) };
+    Ok(TaskRow {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        body: r.get(2)?,
+        status: r.get(3)?,
+        assignee: r.get(4)?,
+        deps: serde_json::from_str(&json(5)?).unwrap_or_default(),
+        checks: serde_json::from_str::<Vec<Check>>(&json(6)?).unwrap_or_default(),
+        agent: r.get(7)?,
+        created_ms: r.get(8)?,
+        provenance: Vec::new(),
+    })
+}
+
+impl Bin {
+    /// Inserts a new task (its id must be fresh), recording `who` created it.
+    pub fn task_insert(&self, t: &TaskRow, who: &str) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            &format!("INSERT INTO tasks({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+            params![t.id, t.title, t.body, t.status, t.assignee, json(&t.deps), json(&t.checks), t.agent, t.created_ms],
+        )?;
+        record(&tx, &t.id, t.agent.as_deref(), who, "created")?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Writes a task's mutable fields (status, assignee, checks, agent) with one provenance
+    /// entry `did` by `who`.
+    pub fn task_update(&self, t: &TaskRow, who: &str, did: &str) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let n = tx.execute(
+            "UPDATE tasks SET status = ?2, assignee = ?3, checks = ?4, agent_id = ?5 WHERE id = ?1",
+            params![t.id, t.status, t.assignee, json(&t.checks), t.agent],
+        )?;
+        if n == 0 {
+            return Err(Error::UnknownTask(t.id.clone()));
+        }
+        record(&tx, &t.id, t.agent.as_deref(), who, did)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The task `id` with its provenance.
+    pub fn task_get(&self, id: &str) -> Result<TaskRow> {
+        let mut t = self
+            .conn
+            .query_row(&format!("SELECT {COLS} FROM tasks WHERE id = ?1"), [id], task_row)
+            .optional()?
+            .ok_or_else(|| Error::UnknownTask(id.to_string()))?;
+        let mut st = self.conn.prepare_cached("SELECT who, at_ms, did FROM provenance WHERE task_id = ?1 ORDER BY seq")?;
+        let rows = st.query_map([id], |r| Ok(Provenance { who: r.get(0)?, at: crate::time::rfc3339(r.get(1)?), did: r.get(2)? }))?;
+        t.provenance = rows.collect::<rusqlite::Result<_>>()?;
+        Ok(t)
+    }
+
+    /// Every task, oldest first (without provenance).
+    pub fn task_list(&self) -> Result<Vec<TaskRow>> {
+        let mut st = self.conn.prepare_cached(&format!("SELECT {COLS} FROM tasks ORDER BY seq"))?;
+        let rows = st.query_map([], task_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The task whose id starts with `prefix` (unique).
+    pub fn task_resolve(&self, prefix: &str) -> Result<String> {
+        let mut st = self.conn.prepare_cached("SELECT id FROM tasks WHERE id >= ?1 AND id < ?1 || '\u{10FFFF}' LIMIT 2")?;
+        let ids: Vec<String> = st.query_map([prefix], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        match ids.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::UnknownTask(prefix.to_string())),
+            _ => Err(Error::Usage(format!("task prefix '{prefix}' is ambiguous"))),
+        }
+    }
+
+    /// The task whose current proposal is agent `agent`, if any.
+    pub fn task_of_agent(&self, agent: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT id FROM tasks WHERE agent_id = ?1", [agent], |r| r.get(0)).optional()?)
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+/// Appends the provenance entry and its event.
+fn record(tx: &rusqlite::Connection, task: &str, agent: Option<&str>, who: &str, did: &str) -> Result<()> {
+    tx.execute("INSERT INTO provenance(task_id, who, at_ms, did) VALUES (?1, ?2, ?3, ?4)", params![task, who, crate::time::now_ms(), did])?;
+    let kind = EventKind::TaskChanged { task: task.to_string(), who: who.to_string(), did: did.to_string() };
+    insert_event(tx, agent.unwrap_or(""), State::Queued, &kind)
+}

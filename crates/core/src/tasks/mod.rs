@@ -1,0 +1,323 @@
+//! Tasks: a graph of work items with deps and checks, written by people (`cairn task`) and
+//! coding agents (`cairn mcp`) alike. The rules are here, once:
+//! - **the deps gate**: a task leaves its first status only when every dep is closed;
+//! - **the checks gate**: a task enters the closing status (`done`) only when every check
+//!   passes; `cmd` checks not yet passing are run first, a pending manual check blocks;
+//! - `ready` (deps all closed) is derived on read, never stored;
+//! - every write appends one provenance entry `{who, at, did}` (and an event).
+//!
+//! Statuses come from `[tasks] statuses` ([`Flow`]). Checks run in the task's agent's
+//! materialized workspace ([`checks`]). Rows live in `bin.db` ([`crate::store::Bin`]).
+
+pub mod checks;
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use serde::{Deserialize, Serialize};
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckResult {
+    #[default]
+    Pending,
+    Pass,
+    Fail,
+}
+
+/// One gate-closing check: a command run in the agent's workspace, or a manual attestation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// What it verifies.
+    pub desc: String,
+    /// Shell command line; none for a manual check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// `manual` for an attested check.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Working directory relative to the workspace root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Seconds (default `[tasks] check_timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    #[serde(default)]
+    pub result: CheckResult,
+    /// The log of the last run, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+impl Check {
+    fn is_manual(&self) -> bool {
+        self.cmd.is_none()
+    }
+}
+
+/// One provenance entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub who: String,
+    pub at: String,
+    pub did: String,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRow {
+    pub id: String,
+    pub title: String,
+    pub body: String,
+    pub status: String,
+    pub assignee: Option<String>,
+    pub deps: Vec<String>,
+    pub checks: Vec<Check>,
+    /// The agent holding the task's current proposal (its session's).
+    pub agent: Option<String>,
+    pub created_ms: i64,
+    pub provenance: Vec<Provenance>,
+}
+
+/// A task as read: the row plus what is derived.
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    #[serde(flatten)]
+    pub row: TaskRow,
+    /// Every dep is closed.
+    pub ready: bool,
+}
+
+/// The configured statuses and their roles.
+pub struct Flow<'a> {
+    pub statuses: &'a [String],
+}
+
+impl<'a> Flow<'a> {
+    pub fn of(project: &'a Project) -> Flow<'a> {
+        Flow { statuses: &project.config.tasks.statuses }
+    }
+    fn at(&self, i: usize, fallback: &'static str) -> &str {
+        self.statuses.get(i).map(String::as_str).unwrap_or(fallback)
+    }
+    /// Where tasks start.
+    pub fn initial(&self) -> &str {
+        self.at(0, "backlog")
+    }
+    /// Where a session works.
+    pub fn working(&self) -> &str {
+        self.at(1, "in_progress")
+    }
+    /// Where a finished session puts its task.
+    pub fn review(&self) -> &str {
+        self.at(2, "review")
+    }
+    /// The status that closes a task once its checks pass.
+    pub fn done(&self) -> &str {
+        self.at(3, "done")
+    }
+    /// Closed statuses: `done` and any after it.
+    pub fn is_closed(&self, status: &str) -> bool {
+        self.statuses.iter().skip(3).any(|s| s == status)
+    }
+}
+
+/// Filters of [`list`]; `None` ignores one.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub status: Option<String>,
+    pub assignee: Option<String>,
+    pub ready: Option<bool>,
+}
+
+/// A fresh task id: `t` and six hex digits.
+fn new_id(project: &Project) -> Result<String> {
+    let bin = project.bin()?;
+    loop {
+        let id = format!("t{:06x}", rand::random::<u32>() & 0xff_ffff);
+        match bin.task_get(&id) {
+            Err(Error::UnknownTask(_)) => return Ok(id),
+            Err(e) => return Err(e),
+            Ok(_) => continue,
+        }
+    }
+}
+
+fn refused(task: &str, message: impl Into<String>) -> Error {
+    Error::TaskRefused { task: task.to_string(), message: message.into() }
+}
+
+/// Creates a task in the first status. Deps must exist (no dangling graph); checks need a
+/// description and either a command or `type: manual`.
+pub fn create(project: &Project, who: &str, title: &str, body: &str, deps: &[String], checks: Vec<Check>) -> Result<Task> {
+    let bin = project.bin()?;
+    if title.trim().is_empty() {
+        return Err(Error::Usage("a task needs a title".into()));
+    }
+    let mut resolved = Vec::new();
+    for d in deps {
+        resolved.push(bin.task_resolve(d).map_err(|_| Error::Usage(format!("dep '{d}' is not a task (deps must exist)")))?);
+    }
+    for (i, c) in checks.iter().enumerate() {
+        if c.desc.trim().is_empty() {
+            return Err(Error::Usage(format!("check {i} needs a desc")));
+        }
+        if c.cmd.is_none() && c.kind.as_deref() != Some("manual") {
+            return Err(Error::Usage(format!("check {i} ({}) needs a cmd, or type \"manual\"", c.desc)));
+        }
+    }
+    let checks = checks.into_iter().map(|c| Check { result: CheckResult::Pending, log: None, ..c }).collect();
+    let row = TaskRow {
+        id: new_id(project)?,
+        title: title.to_string(),
+        body: body.to_string(),
+        status: Flow::of(project).initial().to_string(),
+        assignee: None,
+        deps: resolved,
+        checks,
+        agent: None,
+        created_ms: crate::time::now_ms(),
+        provenance: Vec::new(),
+    };
+    bin.task_insert(&row, who)?;
+    get(project, &row.id)
+}
+
+/// The task `id` (any unique prefix), with `ready` derived.
+pub fn get(project: &Project, id: &str) -> Result<Task> {
+    let bin = project.bin()?;
+    let row = bin.task_get(&bin.task_resolve(id)?)?;
+    let ready = deps_open(project, &row)?.is_empty();
+    Ok(Task { row, ready })
+}
+
+/// Ids of the deps of `row` that are not closed.
+fn deps_open(project: &Project, row: &TaskRow) -> Result<Vec<String>> {
+    let bin = project.bin()?;
+    let flow = Flow::of(project);
+    let mut open = Vec::new();
+    for d in &row.deps {
+        match bin.task_get(d) {
+            Ok(t) if flow.is_closed(&t.status) => {}
+            _ => open.push(d.clone()),
+        }
+    }
+    Ok(open)
+}
+
+/// Tasks matching `filter`, oldest first.
+pub fn list(project: &Project, filter: &Filter) -> Result<Vec<Task>> {
+    let bin = project.bin()?;
+    let mut out = Vec::new();
+    for row in bin.task_list()? {
+        let ready = deps_open(project, &row)?.is_empty();
+        let keep = filter.status.as_ref().is_none_or(|s| *s == row.status)
+            && filter.assignee.as_ref().is_none_or(|a| row.assignee.as_ref() == Some(a))
+            && filter.ready.is_none_or(|r| r == ready);
+        if keep {
+            out.push(Task { row, ready });
+        }
+    }
+    Ok(out)
+}
+
+/// Sets the assignee to `who`. Re-claiming one's own task changes nothing; a task held by
+/// someone else is refused.
+pub fn claim(project: &Project, who: &str, id: &str) -> Result<Task> {
+    let mut t = get(project, id)?.row;
+    match t.assignee.as_deref() {
+        Some(a) if a == who => return get(project, &t.id),
+        Some(a) => return Err(refused(&t.id, format!("claimed by {a}"))),
+        None => {}
+    }
+    t.assignee = Some(who.to_string());
+    project.bin()?.task_update(&t, who, "claimed")?;
+    get(project, &t.id)
+}
+
+/// Moves a task to `to`, through the deps gate and the checks gate.
+pub fn transition(project: &Project, who: &str, id: &str, to: &str) -> Result<Task> {
+    let flow = Flow::of(project);
+    let mut t = get(project, id)?.row;
+    if !flow.statuses.iter().any(|s| s == to) {
+        return Err(refused(&t.id, format!("unknown status '{to}' (statuses: {})", flow.statuses.join(", "))));
+    }
+    // Leaving the first status needs every dep closed; cancelling does not.
+    let cancelling = flow.is_closed(to) && to != flow.done();
+    if t.status == flow.initial() && to != flow.initial() && !cancelling {
+        let open = deps_open(project, &t)?;
+        if !open.is_empty() {
+            return Err(refused(&t.id, format!("deps not closed: {}", open.join(", "))));
+        }
+    }
+    if to == flow.done() {
+        checks::run_unpassed(project, who, &mut t)?;
+        let blocking = checks::blocking(&t);
+        if !blocking.is_empty() {
+            return Err(refused(&t.id, format!("checks not passing: {}", blocking.join("; "))));
+        }
+    }
+    let from = std::mem::replace(&mut t.status, to.to_string());
+    project.bin()?.task_update(&t, who, &format!("{from} -> {to}"))?;
+    get(project, &t.id)
+}
+
+/// Appends a free-text provenance entry.
+pub fn note(project: &Project, who: &str, id: &str, text: &str) -> Result<Task> {
+    let t = get(project, id)?.row;
+    project.bin()?.task_update(&t, who, &format!("note: {text}"))?;
+    get(project, &t.id)
+}
+
+/// Records the outcome of manual check `index`.
+pub fn attest(project: &Project, who: &str, id: &str, index: usize, pass: bool) -> Result<Task> {
+    let mut t = get(project, id)?.row;
+    let check = t.checks.get_mut(index).ok_or_else(|| refused(id, format!("has no check {index}")))?;
+    if !check.is_manual() {
+        return Err(refused(id, format!("check {index} ({}) runs a command; `cairn task check` runs it", check.desc)));
+    }
+    check.result = if pass { CheckResult::Pass } else { CheckResult::Fail };
+    let did = format!("attested check {index} ({}): {}", check.desc, if pass { "pass" } else { "fail" });
+    project.bin()?.task_update(&t, who, &did)?;
+    get(project, &t.id)
+}
+
+/// Makes `agent` the task's current proposal (a session began, or a script was queued for it).
+pub fn link_agent(project: &Project, who: &str, id: &str, agent: &str) -> Result<Task> {
+    let mut t = get(project, id)?.row;
+    t.agent = Some(agent.to_string());
+    for c in t.checks.iter_mut().filter(|c| !c.is_manual()) {
+        c.result = CheckResult::Pending;
+    }
+    project.bin()?.task_update(&t, who, &format!("proposal: agent {agent}"))?;
+    get(project, &t.id)
+}
+
+/// Before accepting `agent`: refuses when its task has failing or pending checks, naming
+/// them, unless `force` (recorded in the task's provenance).
+pub fn gate_accept(project: &Project, who: &str, agent: &str, force: bool) -> Result<()> {
+    let bin = project.bin()?;
+    let Some(id) = bin.task_of_agent(agent)? else { return Ok(()) };
+    let t = bin.task_get(&id)?;
+    let blocking = checks::blocking(&t);
+    if blocking.is_empty() {
+        return Ok(());
+    }
+    if !force {
+        return Err(refused(&id, format!("accept of agent {agent} refused: checks not passing: {} (run `cairn task check {id}`, or accept --force)", blocking.join("; "))));
+    }
+    bin.task_update(&t, who, &format!("accepted agent {agent} with --force despite: {}", blocking.join("; ")))
+}
+
+/// After accepting `agent`: closes its task when every check passes.
+pub fn after_accept(project: &Project, who: &str, agent: &str) -> Result<()> {
+    let bin = project.bin()?;
+    let Some(id) = bin.task_of_agent(agent)? else { return Ok(()) };
+    let mut t = bin.task_get(&id)?;
+    let flow = Flow::of(project);
+    if checks::blocking(&t).is_empty() && !flow.is_closed(&t.status) {
+        let from = std::mem::replace(&mut t.status, flow.done().to_string());
+        bin.task_update(&t, who, &format!("accepted agent {agent}: {from} -> {}", t.status))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! `cairn task ...`: the task graph from the command line, over [`cairn_core::tasks`] (the
+//! same functions `cairn mcp` calls). Reads take `--json`; writes print the task.
+
+use cairn_core::error::{Error, Result};
+use cairn_core::project::Project;
+use cairn_core::tasks::{self, Check, Filter, Task};
+use clap::Subcommand;
+use std::io::Write;
+
+#[derive(Subcommand, Debug)]
+pub enum TaskCmd {
+    /// Create a task (in the first status).
+    Create {
+        title: String,
+        #[arg(long, default_value = "")]
+        body: String,
+        /// A task id that must be closed before this one starts (repeatable).
+        #[arg(long = "dep")]
+        deps: Vec<String>,
+        /// A check command run in the agent's workspace (repeatable): `desc=cmd`.
+        #[arg(long = "check")]
+        checks: Vec<String>,
+        /// A manual check to attest (repeatable): its description.
+        #[arg(long = "manual")]
+        manual: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tasks, oldest first.
+    List {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        assignee: Option<String>,
+        /// Only tasks whose deps are all closed (or, with `--ready=false`, not).
+        #[arg(long)]
+        ready: Option<bool>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one task: body, deps, checks with results, provenance.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Assign the task to yourself.
+    Claim { id: String },
+    /// Move the task to another status (deps gate and checks gate apply).
+    Transition { id: String, to: String },
+    /// Run the task's command checks in its agent's workspace.
+    Check {
+        id: String,
+        /// Only these check indices (repeatable).
+        #[arg(long = "only")]
+        only: Vec<usize>,
+    },
+    /// Attest a manual check: pass, or `--fail`.
+    Attest {
+        id: String,
+        index: usize,
+        #[arg(long)]
+        fail: bool,
+    },
+    /// Append a note to the task's provenance.
+    Note { id: String, text: String },
+}
+
+fn parse_check(spec: &str) -> Result<Check> {
+    let (desc, cmd) = spec.split_once('=').ok_or_else(|| Error::Usage(format!("--check takes desc=cmd, got '{spec}'")))?;
+    Ok(Check { desc: desc.trim().to_string(), cmd: Some(cmd.to_string()), kind: None, cwd: None, timeout: None, result: Default::default(), log: None })
+}
+
+/// Runs one `cairn task` command; returns the exit code.
+pub fn run(project: &Project, cmd: TaskCmd) -> Result<i32> {
+    let who = project.actor.clone();
+    let (task, json) = match cmd {
+        TaskCmd::Create { title, body, deps, checks, manual, json } => {
+            let mut all = checks.iter().map(|c| parse_check(c)).collect::<Result<Vec<_>>>()?;
+            all.extend(manual.into_iter().map(|desc| Check { desc, cmd: None, kind: Some("manual".into()), cwd: None, timeout: None, result: Default::default(), log: None }));
+            (tasks::create(project, &who, &title, &body, &deps, all)?, json)
+        }
+        TaskCmd::List { status, assignee, ready, json } => {
+            let list = tasks::list(project, &Filter { status, assignee, ready })?;
+            if json {
+                print_json(&serde_json::json!({ "tasks": list }))?;
+            } else {
+                for t in &list {
+                    outln(&summary_line(t));
+                }
+            }
+            return Ok(0);
+        }
+        TaskCmd::Show { id, json } => (tasks::get(project, &id)?, json),
+        TaskCmd::Claim { id } => (tasks::claim(project, &who, &id)?, false),
+        TaskCmd::Transition { id, to } => (tasks::transition(project, &who, &id, &to)?, false),
+        TaskCmd::Check { id, only } => {
+            let only = (!only.is_empty()).then_some(only);
+            let t = tasks::checks::run(project, &who, &id, only.as_deref())?;
+            let failing = t.row.checks.iter().any(|c| c.result == tasks::CheckResult::Fail);
+            show(&t);
+            return Ok(i32::from(failing));
+        }
+        TaskCmd::Attest { id, index, fail } => (tasks::attest(project, &who, &id, index, !fail)?, false),
+        TaskCmd::Note { id, text } => (tasks::note(project, &who, &id, &text)?, false),
+    };
+    if json {
+        print_json(&task)?;
+    } else {
+        show(&task);
+    }
+    Ok(0)
+}
+
+fn outln(line: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{}", cairn_core::display::escape(line));
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::Internal(e.to_string()))?;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    Ok(())
+}
+
+fn mark(r: tasks::CheckResult) -> &'static str {
+    match r {
+        tasks::CheckResult::Pass => "✓",
+        tasks::CheckResult::Fail => "✗",
+        tasks::CheckResult::Pending => "…",
+    }
+}
+
+fn summary_line(t: &Task) -> String {
+    let checks: String = t.row.checks.iter().map(|c| mark(c.result)).collect();
+    format!(
+        "{}  {:<12} {:<5} {:<16} {:<6} {}  {}",
+        t.row.id,
+        t.row.status,
+        if t.ready { "ready" } else { "" },
+        t.row.assignee.as_deref().unwrap_or("-"),
+        t.row.agent.as_deref().unwrap_or("-"),
+        if checks.is_empty() { "-".to_string() } else { checks },
+        t.row.title
+    )
+}
+
+fn show(t: &Task) {
+    let r = &t.row;
+    outln(&format!("task      {}  {}", r.id, r.title));
+    outln(&format!("status    {}{}", r.status, if t.ready { "  (ready)" } else { "" }));
+    outln(&format!("assignee  {}", r.assignee.as_deref().unwrap_or("-")));
+    outln(&format!("agent     {}", r.agent.as_deref().unwrap_or("-")));
+    if !r.deps.is_empty() {
+        outln(&format!("deps      {}", r.deps.join(", ")));
+    }
+    for (i, c) in r.checks.iter().enumerate() {
+        let how = c.cmd.as_deref().map_or("manual".to_string(), |c| format!("`{c}`"));
+        outln(&format!("check {i}   {} {} {how}{}", mark(c.result), c.desc, c.log.as_deref().map(|l| format!("  ({l})")).unwrap_or_default()));
+    }
+    if !r.body.is_empty() {
+        outln("");
+        outln(&r.body);
+    }
+    for p in &r.provenance {
+        outln(&format!("  {} {} {}", p.at, p.who, p.did));
+    }
+}
