@@ -140,6 +140,9 @@ pub struct Host<'a> {
 /// Audit rows one run may add: a script calling in a loop cannot grow the overlay without
 /// bound (each row is at most a few hundred bytes).
 pub const MAX_AUDITED_CALLS: u64 = 10_000;
+/// Calls of a run that appear in the event stream (`tool_requested`, then `tool_completed` or
+/// `tool_failed`): enough to follow a run, bounded so a loop cannot flood `bin.db`.
+pub const MAX_TOOL_EVENTS: u64 = 1_000;
 
 impl<'a> Host<'a> {
     /// A host serving `view` within `limits`.
@@ -160,12 +163,13 @@ impl<'a> Host<'a> {
     pub fn call(&mut self, name: &str, args: &[Value], kwargs: &Map<String, Value>) -> Result<Value, CallError> {
         let start = Instant::now();
         let audited = self.calls < MAX_AUDITED_CALLS;
+        let evented = self.calls < MAX_TOOL_EVENTS;
         let mut all_args = args.to_vec();
         if !kwargs.is_empty() {
             all_args.push(Value::Object(kwargs.clone()));
         }
         let summary = if audited { summarize(&Value::Array(all_args)) } else { String::new() };
-        if audited {
+        if evented {
             (self.on_event)(&EventKind::ToolRequested { tool: shorten(name.to_string()), args: summary.clone() });
         }
         let result = match name.parse::<External>() {
@@ -191,11 +195,13 @@ impl<'a> Host<'a> {
             }),
             duration_us: start.elapsed().as_micros() as i64,
         };
-        let tool = shorten(name.to_string());
-        (self.on_event)(&match (&rec.result, &rec.error) {
-            (_, Some(error)) => EventKind::ToolFailed { tool, duration_us: rec.duration_us, error: error.clone() },
-            (result, None) => EventKind::ToolCompleted { tool, duration_us: rec.duration_us, result: result.clone().unwrap_or_default() },
-        });
+        if evented {
+            let tool = shorten(name.to_string());
+            (self.on_event)(&match (&rec.result, &rec.error) {
+                (_, Some(error)) => EventKind::ToolFailed { tool, duration_us: rec.duration_us, error: error.clone() },
+                (result, None) => EventKind::ToolCompleted { tool, duration_us: rec.duration_us, result: result.clone().unwrap_or_default() },
+            });
+        }
         if let Err(e) = self.overlay().audit(&rec) {
             tracing::warn!("audit log write failed: {e}");
         }

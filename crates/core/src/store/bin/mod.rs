@@ -14,6 +14,7 @@
 mod events;
 mod journal;
 mod tasks;
+pub use tasks::{Check, CheckResult, Provenance, TaskRow};
 mod workers;
 
 use super::Hash;

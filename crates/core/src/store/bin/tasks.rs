@@ -1,13 +1,13 @@
 //! Tasks in `bin.db`: rows, provenance and their events. The rules (gates, checks, sessions)
-//! live in [`crate::tasks`]; every write here is one transaction that also appends the
+//! live in `crate::tasks`; every write here is one transaction that also appends the
 //! provenance entry and the event.
 
 use super::{insert_event, Bin};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::lifecycle::State;
-use crate::tasks::{Check, Provenance, TaskRow};
 use rusqlite::{params, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks(
@@ -31,6 +31,71 @@ CREATE TABLE IF NOT EXISTS provenance(
 );
 CREATE INDEX IF NOT EXISTS provenance_task ON provenance(task_id);
 ";
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckResult {
+    #[default]
+    Pending,
+    Pass,
+    Fail,
+}
+
+/// One gate-closing check: a command run in the agent's workspace, or a manual attestation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// What it verifies.
+    pub desc: String,
+    /// Shell command line; none for a manual check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
+    /// `manual` for an attested check.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Working directory relative to the workspace root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Seconds (default `[tasks] check_timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    #[serde(default)]
+    pub result: CheckResult,
+    /// The log of the last run, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+impl Check {
+    /// A check a person attests (no command).
+    pub fn is_manual(&self) -> bool {
+        self.cmd.is_none()
+    }
+}
+
+/// One provenance entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub who: String,
+    pub at: String,
+    pub did: String,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRow {
+    pub id: String,
+    pub title: String,
+    pub body: String,
+    pub status: String,
+    pub assignee: Option<String>,
+    pub deps: Vec<String>,
+    pub checks: Vec<Check>,
+    /// The agent holding the task's current proposal (its session's).
+    pub agent: Option<String>,
+    pub created_ms: i64,
+    pub provenance: Vec<Provenance>,
+}
 
 const COLS: &str = "id, title, body, status, assignee, deps, checks, agent_id, created_ms";
 
