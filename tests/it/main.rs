@@ -19,6 +19,7 @@ mod protected;
 mod review;
 mod llm;
 mod sandbox;
+mod sessions;
 mod signals;
 mod tasks;
 mod watcher;

@@ -10,7 +10,10 @@ pub use crate::lifecycle::Provider;
 
 /// Parses a provider name given by a user (CLI flag, signal file, RPC).
 pub fn parse(name: &str) -> Result<Provider> {
-    name.parse().map_err(Error::Usage)
+    match name.parse().map_err(Error::Usage)? {
+        Provider::Mcp => Err(Error::Usage("provider mcp belongs to `cairn mcp` sessions; it cannot be queued".into())),
+        p => Ok(p),
+    }
 }
 
 /// The provider used when none is named: `file` for a reference that names a script,
@@ -47,5 +50,6 @@ pub fn get_code(project: &Project, provider: Provider, reference: &str) -> Resul
         }
         Provider::Inline => Ok(reference.to_string()),
         Provider::Llm => crate::llm::generate_code(project, reference),
+        Provider::Mcp => Err(fail("an MCP session's agent has no script: its changes come from the session's tool calls".into())),
     }
 }

@@ -108,7 +108,13 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
         return Err(Failure::Agent(kind, message));
     }
 
-    // submitting
+    Ok(submit(&mut bin, id, &overlay, submitted, outcome.result.unwrap_or(Value::Null))?)
+}
+
+/// `executing` → `submitting` → `reviewing`: the submission (the agent's own when
+/// `submitted`, else one derived from its changes) and the result are stored in the overlay
+/// and on the record. Runs and MCP sessions both end here.
+pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate::store::overlay::Overlay, submitted: bool, result: Value) -> Result<AgentRecord> {
     bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
     let changes = overlay.changes()?;
     let submission = match (submitted, overlay.kv_get("submission")?) {
@@ -124,18 +130,9 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
         }
     };
     overlay.kv_set("submission", &submission.to_string())?;
-    let result = outcome.result.unwrap_or(Value::Null);
     overlay.kv_set("result", &result.to_string())?;
-
-    // reviewing
-    Ok(bin.transition(
-        id,
-        State::Reviewing,
-        "review",
-        TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() },
-    )?)
+    bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })
 }
-
 
 /// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted
 /// attempt wrote is set aside, never run again on top of.

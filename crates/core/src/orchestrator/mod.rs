@@ -6,6 +6,7 @@
 //! pid plus its start time, so [`recover`] can tell a dead worker from a live one.
 
 mod execute;
+pub(crate) use execute::submit;
 mod serve;
 mod worker;
 

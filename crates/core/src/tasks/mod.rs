@@ -10,6 +10,7 @@
 //! materialized workspace ([`checks`]). Rows live in `bin.db` ([`crate::store::Bin`]).
 
 pub mod checks;
+pub mod sessions;
 
 use crate::error::{Error, Result};
 use crate::project::Project;

@@ -14,7 +14,7 @@
 mod events;
 mod journal;
 mod tasks;
-pub use tasks::{Check, CheckResult, Provenance, TaskRow};
+pub use tasks::{Check, CheckResult, Provenance, SessionRow, TaskRow};
 mod workers;
 
 use super::Hash;
@@ -340,6 +340,6 @@ pub(crate) fn sql_states(pred: impl Fn(State) -> bool) -> String {
 }
 
 /// A fresh 6-hex-digit id.
-fn new_id() -> String {
+pub(super) fn new_id() -> String {
     format!("{:06x}", rand::random::<u32>() & 0xff_ffff)
 }

@@ -30,7 +30,31 @@ CREATE TABLE IF NOT EXISTS provenance(
     did TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS provenance_task ON provenance(task_id);
+CREATE TABLE IF NOT EXISTS sessions(
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    key TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    heartbeat_ms INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    summary TEXT
+) WITHOUT ROWID;
 ";
+
+/// An agent session (`cairn mcp`): one attempt at a task, owning one agent and its overlay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub task: String,
+    pub agent: String,
+    pub actor: String,
+    /// `active`, `finished` or `cancelled`.
+    pub status: String,
+    pub heartbeat_ms: i64,
+    pub summary: Option<String>,
+}
 
 /// A check's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -178,6 +202,64 @@ impl Bin {
     /// The task whose current proposal is agent `agent`, if any.
     pub fn task_of_agent(&self, agent: &str) -> Result<Option<String>> {
         Ok(self.conn.query_row("SELECT id FROM tasks WHERE agent_id = ?1", [agent], |r| r.get(0)).optional()?)
+    }
+}
+
+const SESSION_COLS: &str = "id, task_id, agent_id, actor, status, heartbeat_ms, summary";
+
+fn session_row(r: &Row) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow { id: r.get(0)?, task: r.get(1)?, agent: r.get(2)?, actor: r.get(3)?, status: r.get(4)?, heartbeat_ms: r.get(5)?, summary: r.get(6)? })
+}
+
+impl Bin {
+    /// Starts a session for `task` under `key`: a new agent (provider `mcp`, executing, no
+    /// worker) and the session row, in one transaction. A key seen before returns its
+    /// session instead (`None` for the agent's title means the task's title is used).
+    pub fn session_begin(&self, task: &TaskRow, actor: &str, key: &str) -> Result<(SessionRow, bool)> {
+        let tx = self.conn.unchecked_transaction()?;
+        if let Some(existing) = tx.query_row(&format!("SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"), [key], session_row).optional()? {
+            return Ok((existing, false));
+        }
+        let now = crate::time::now_ms();
+        let mut agent = super::new_id();
+        while tx.query_row("SELECT 1 FROM agents WHERE id = ?1", [&agent], |_| Ok(())).optional()?.is_some() {
+            agent = super::new_id();
+        }
+        tx.execute(
+            "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+            params![agent, State::Executing.as_str(), format!("{}: {}", task.id, task.title), crate::lifecycle::Provider::Mcp.as_str(), now],
+        )?;
+        insert_event(&tx, &agent, State::Executing, &EventKind::StateChanged { message: format!("session of {actor} on task {}", task.id) })?;
+        let id = format!("s{agent}");
+        tx.execute(
+            "INSERT INTO sessions(id, task_id, agent_id, actor, key, status, heartbeat_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6)",
+            params![id, task.id, agent, actor, key, now],
+        )?;
+        tx.commit()?;
+        Ok((self.session_get(&id)?, true))
+    }
+
+    pub fn session_get(&self, id: &str) -> Result<SessionRow> {
+        self.conn
+            .query_row(&format!("SELECT {SESSION_COLS} FROM sessions WHERE id = ?1"), [id], session_row)
+            .optional()?
+            .ok_or_else(|| Error::Usage(format!("no session '{id}'")))
+    }
+
+    /// Sets a session's status, heartbeat and summary.
+    pub fn session_update(&self, s: &SessionRow) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET status = ?2, heartbeat_ms = ?3, summary = ?4 WHERE id = ?1",
+            params![s.id, s.status, s.heartbeat_ms, s.summary],
+        )?;
+        Ok(())
+    }
+
+    /// Sessions of `task` (every task when `None`), oldest first.
+    pub fn session_list(&self, task: Option<&str>) -> Result<Vec<SessionRow>> {
+        let mut st = self.conn.prepare_cached(&format!("SELECT {SESSION_COLS} FROM sessions WHERE ?1 IS NULL OR task_id = ?1 ORDER BY created_ms"))?;
+        let rows = st.query_map([task], session_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
 

@@ -6,13 +6,19 @@ use crate::error::Result;
 use crate::lifecycle::{ErrorKind, State};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
+/// MCP sessions' agents have no worker: they neither count against the concurrency limit
+/// nor are recovered; their session ends them.
+fn mcp() -> &'static str {
+    crate::lifecycle::Provider::Mcp.as_str()
+}
+
 impl Bin {
     /// Claims the next queued agent (highest priority, then oldest) for `worker`, moving it to
     /// generating, unless `max_running` agents already run. `only` restricts the claim to one id.
     pub fn claim(&mut self, worker: Worker, max_running: u32, only: Option<&str>) -> Result<Option<AgentRecord>> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let running: i64 =
-            tx.query_row(&format!("SELECT count(*) FROM agents WHERE state IN ({})", sql_states(State::is_running)), [], |r| r.get(0))?;
+            tx.query_row(&format!("SELECT count(*) FROM agents WHERE state IN ({}) AND provider != '{}'", sql_states(State::is_running), mcp()), [], |r| r.get(0))?;
         if running >= max_running as i64 {
             return Ok(None);
         }
@@ -35,8 +41,9 @@ impl Bin {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let stale: Vec<(String, u32, Option<Worker>)> = {
             let mut st = tx.prepare(&format!(
-                "SELECT id, attempts, worker_pid, worker_start FROM agents WHERE state IN ({})",
-                sql_states(State::is_running)
+                "SELECT id, attempts, worker_pid, worker_start FROM agents WHERE state IN ({}) AND provider != '{}'",
+                sql_states(State::is_running),
+                mcp()
             ))?;
             let rows = st.query_map([], |r| {
                 let w = match (r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?) {

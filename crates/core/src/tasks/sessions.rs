@@ -1,0 +1,151 @@
+//! Agent sessions: `begin → heartbeat* → finish | cancel`. A session claims its task, moves
+//! it to the working status (through the deps gate) and owns one agent (provider `mcp`) whose
+//! overlay receives the session's file tools. `finish` submits the proposal for review (agent
+//! `reviewing`, task to the review status); `cancel` discards it and releases the task.
+//! Retrying `begin` with the same idempotency key returns the same session.
+
+use super::{claim, get, link_agent, transition, Flow};
+use crate::error::{Error, Result};
+use crate::lifecycle::State;
+use crate::project::Project;
+use serde::Serialize;
+
+pub use crate::store::bin::SessionRow;
+
+/// A session without a heartbeat for this long is `stalled`.
+pub const STALLED_AFTER_MS: i64 = 60_000;
+
+/// A session as read: the row and its health (derived from heartbeats).
+#[derive(Debug, Clone, Serialize)]
+pub struct Session {
+    #[serde(flatten)]
+    pub row: SessionRow,
+    /// `active` or `stalled` while the session is open; its status once it ended.
+    pub health: String,
+}
+
+fn with_health(row: SessionRow) -> Session {
+    let health = if row.status != "active" {
+        row.status.clone()
+    } else if crate::time::now_ms() - row.heartbeat_ms > STALLED_AFTER_MS {
+        "stalled".to_string()
+    } else {
+        "active".to_string()
+    };
+    Session { row, health }
+}
+
+/// Begins (or, for a key seen before, returns) `actor`'s session on `task`.
+pub fn begin(project: &Project, actor: &str, task: &str, key: &str) -> Result<Session> {
+    if key.trim().is_empty() {
+        return Err(Error::Usage("session_begin needs an idempotency key".into()));
+    }
+    let t = get(project, task)?;
+    let (s, new) = project.bin()?.session_begin(&t.row, actor, key)?;
+    if !new {
+        if s.task != t.row.id || s.actor != actor {
+            return Err(Error::Usage(format!("idempotency key '{key}' belongs to another session")));
+        }
+        return Ok(with_health(s));
+    }
+    // The task is claimed and started through the same gates as from the CLI; a refusal
+    // ends the new session at once.
+    let flow = Flow::of(project);
+    let started = claim(project, actor, &t.row.id).and_then(|t| match t.row.status == flow.working() {
+        true => Ok(t),
+        false => transition(project, actor, &t.row.id, flow.working()),
+    });
+    if let Err(e) = started {
+        cancel_quietly(project, &s, "the task could not start");
+        return Err(e);
+    }
+    link_agent(project, actor, &t.row.id, &s.agent)?;
+    Ok(with_health(s))
+}
+
+/// An open session of `actor`, or an error saying why not.
+pub fn open(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
+    let s = project.bin()?.session_get(id)?;
+    if s.actor != actor {
+        return Err(Error::Usage(format!("session {id} belongs to {}", s.actor)));
+    }
+    if s.status != "active" {
+        return Err(Error::Usage(format!("session {id} is {}; begin a new one", s.status)));
+    }
+    Ok(s)
+}
+
+/// Records that the session is alive.
+pub fn heartbeat(project: &Project, actor: &str, id: &str) -> Result<Session> {
+    let mut s = open(project, actor, id)?;
+    s.heartbeat_ms = crate::time::now_ms();
+    project.bin()?.session_update(&s)?;
+    Ok(with_health(s))
+}
+
+/// Submits the session's proposal for review with `summary`; the task goes to review.
+pub fn finish(project: &Project, actor: &str, id: &str, summary: &str) -> Result<Session> {
+    let mut s = open(project, actor, id)?;
+    if summary.trim().is_empty() {
+        return Err(Error::Usage("session_finish needs a summary".into()));
+    }
+    let overlay = project.overlay(&s.agent)?;
+    let changed: Vec<String> = overlay.changes()?.into_iter().map(|c| c.path).collect();
+    overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": changed }).to_string())?;
+    crate::orchestrator::submit(&mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
+    s.status = "finished".into();
+    s.summary = Some(summary.to_string());
+    s.heartbeat_ms = crate::time::now_ms();
+    project.bin()?.session_update(&s)?;
+    transition(project, actor, &s.task, Flow::of(project).review())?;
+    Ok(with_health(s))
+}
+
+/// Ends the session without a proposal: its agent is rejected, the task released (it stays
+/// open).
+pub fn cancel(project: &Project, actor: &str, id: &str, reason: &str) -> Result<Session> {
+    let s = open(project, actor, id)?;
+    cancel_quietly(project, &s, reason);
+    let mut t = project.bin()?.task_get(&s.task)?;
+    t.assignee = None;
+    t.agent = None;
+    project.bin()?.task_update(&t, actor, &format!("session {} cancelled: {reason}", s.id))?;
+    Ok(with_health(project.bin()?.session_get(id)?))
+}
+
+/// Ends the session's agent (errored as interrupted, then rejected) and marks it cancelled.
+fn cancel_quietly(project: &Project, s: &SessionRow, reason: &str) {
+    if let Ok(mut bin) = project.bin() {
+        let why = format!("session cancelled: {reason}");
+        let extra = crate::store::bin::TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, &why)), ..Default::default() };
+        let _ = bin.transition(&s.agent, State::Errored, "cancel", extra);
+        let _ = bin.transition(&s.agent, State::Rejected, "cancel", Default::default());
+        let mut row = s.clone();
+        row.status = "cancelled".into();
+        let _ = bin.session_update(&row);
+    }
+}
+
+/// A session by id.
+pub fn get_session(project: &Project, id: &str) -> Result<Session> {
+    Ok(with_health(project.bin()?.session_get(id)?))
+}
+
+/// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay, through
+/// the same [`crate::externals::Host`] as a `.pym` run: the same code, limits, protected
+/// paths, audit log and events. `Err` carries the Python exception name and message.
+pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_json::Value], kwargs: &serde_json::Map<String, serde_json::Value>) -> Result<std::result::Result<serde_json::Value, (String, String)>> {
+    let s = open(project, actor, id)?;
+    let overlay = project.overlay(&s.agent)?;
+    let events = project.bin()?;
+    let on_event = |kind: &crate::events::EventKind| {
+        let _ = events.append(&s.agent, State::Executing, kind);
+    };
+    let ask = |_: &str, _: &str, _: std::time::Duration| Err("ask_llm is not available to MCP sessions (the client is the model)".to_string());
+    let view = crate::view::View::new(project, &overlay)?;
+    let mut host = crate::externals::Host::new(view, project.config.sandbox.clone(), &ask, None, &on_event);
+    Ok(host.call(name, args, kwargs).map_err(|e| match e {
+        crate::externals::CallError::Raise { exc, message } => (exc.to_string(), message),
+        crate::externals::CallError::Fatal { kind, message } => (kind.to_string(), message),
+    }))
+}
