@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit and integration, one release profile, one target dir),
 # then the Neovim end-to-end specs (plugin, RPC host, tmux) in Neovim 0.11 and 0.12.
-# Installs what it needs first: tmux and git from apt, both Neovims into .venv/.
+# Installs what it needs first: tmux and git from apt, both Neovims and the MCP Python SDK
+# into .venv/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -10,6 +11,7 @@ source "$here/scripts/setup.sh"
 setup_rust
 apt_install git tmux
 setup_neovims
+setup_mcp_client
 
 echo "== cargo test (release)"
 cargo build --release --workspace --all-targets

@@ -128,6 +128,12 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// MCP server on stdio: tasks, sessions and file tools for coding agents.
+    Mcp {
+        /// The identity recorded in provenance (default: agent:<the client's name>).
+        #[arg(long)]
+        actor: Option<String>,
+    },
     /// Tasks: create, list, show, claim, transition, check, attest, note.
     Task {
         #[command(subcommand)]
@@ -300,6 +306,11 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         }
         Cmd::Events { since, follow, agent, json } => return events(root, home, since, follow, agent.as_deref(), json),
         Cmd::Task { cmd } => return task(root, home, cmd),
+        Cmd::Mcp { actor } => {
+            let project = open_project(root, home, false)?;
+            project.ensure_initialized()?;
+            return crate::mcp::run(project, actor).map(|_| 0);
+        }
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
             return Ok(crate::render::check(&out, json));

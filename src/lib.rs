@@ -9,6 +9,7 @@
 //! - [`stream`]: `cairn events`, the event stream on stdout;
 //! - [`task_cli`]: `cairn task`, the task graph;
 //! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
+//! - [`mcp`]: `cairn mcp`, the MCP server (rmcp) for coding agents;
 //! - [`tmux`]: the preview split;
 //! - [`logging`]: `tracing` to `$CAIRN_HOME/logs/`.
 //!
@@ -22,6 +23,7 @@ pub mod stream;
 pub mod task_cli;
 pub mod host;
 pub mod logging;
+pub mod mcp;
 mod render;
 pub mod signals;
 pub mod tmux;

@@ -15,6 +15,7 @@ mod hashline;
 mod invariants;
 mod library;
 mod lifecycle;
+mod mcp;
 mod protected;
 mod review;
 mod llm;
