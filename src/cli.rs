@@ -304,13 +304,9 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let report = cairn_core::doctor::run(&project)?;
             return Ok(crate::render::doctor(&report, json));
         }
-        Cmd::Events { since, follow, agent, json } => return events(root, home, since, follow, agent.as_deref(), json),
-        Cmd::Task { cmd } => return task(root, home, cmd),
-        Cmd::Mcp { actor } => {
-            let project = open_project(root, home, false)?;
-            project.ensure_initialized()?;
-            return crate::mcp::run(project, actor).map(|_| 0);
-        }
+        Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
+        Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
+        Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;
             return Ok(crate::render::check(&out, json));
@@ -369,19 +365,11 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     Ok(crate::render::output(&project, &out))
 }
 
-/// `cairn task ...`.
-fn task(root: Option<&Path>, home: &Path, cmd: crate::task_cli::TaskCmd) -> Result<i32> {
+/// The project the flags point at, which must be initialized.
+fn opened(root: Option<&Path>, home: &Path) -> Result<Project> {
     let project = open_project(root, home, false)?;
     project.ensure_initialized()?;
-    crate::task_cli::run(&project, cmd)
-}
-
-/// `cairn events`.
-fn events(root: Option<&Path>, home: &Path, since: i64, follow: bool, agent: Option<&str>, json: bool) -> Result<i32> {
-    let project = open_project(root, home, false)?;
-    project.ensure_initialized()?;
-    crate::stream::run(&project, since, follow, json, agent)?;
-    Ok(0)
+    Ok(project)
 }
 
 /// Hunk `number` (1-based) of `path` in agent `id`'s proposal as it is now.

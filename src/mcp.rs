@@ -191,6 +191,13 @@ pub struct PatternArgs {
     path: Option<String>,
 }
 #[derive(Deserialize, JsonSchema)]
+pub struct ScriptArgs {
+    session: String,
+    /// Python for the sandbox (see `:help cairn-scripts`): read_file, write_file, ... act on
+    /// the session's overlay; the value of the last expression is returned.
+    code: String,
+}
+#[derive(Deserialize, JsonSchema)]
 pub struct EditOp {
     /// replace, insert_after or delete.
     op: String,
@@ -300,6 +307,11 @@ impl Server {
     #[tool(description = "Regex search of file contents: {file, line, text} with 1-based lines.")]
     async fn search_content(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<PatternArgs>) -> Reply {
         self.file(&ctx, a.session, "search_content", vec![json!(a.pattern), json!(a.path.unwrap_or_else(|| ".".into()))], Map::new()).await
+    }
+
+    #[tool(description = "Run a Python script in Cairn's sandbox against the session's overlay (its read_file, write_file, edit_lines, ... act on the session's files). Returns {result} or {error: {kind, message}}.")]
+    async fn run_script(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ScriptArgs>) -> Reply {
+        self.core(&ctx, move |p, who| sessions::run_script(p, who, &a.session, &a.code)).await
     }
 
     #[tool(description = "Edit lines by the tags of a tagged read_file. ops: {op: replace|insert_after|delete, tag, end?, lines?}. A stale or missing tag fails the whole edit, naming it.")]

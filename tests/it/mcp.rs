@@ -32,11 +32,12 @@ fn the_official_python_client_proposes_through_cairn() {
     assert!(out.status.success(), "client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(r["identity"], "agent:pytest-agent");
-    for tool in ["identity", "task_create", "task_run_checks", "session_begin", "session_finish", "read_file", "edit_lines", "write_file"] {
+    for tool in ["identity", "task_create", "task_run_checks", "session_begin", "session_finish", "read_file", "edit_lines", "write_file", "run_script"] {
         assert!(r["tools"].as_array().unwrap().iter().any(|t| t == tool), "no tool {tool}: {r}");
     }
     assert!(r["deps_gate"].as_str().unwrap().contains("deps not closed"), "{r}");
     assert!(r["stale"].as_str().unwrap().contains("stale tag 2:"), "{r}");
+    assert_eq!(r["script"], serde_json::json!({ "result": 1 }), "run_script sees the session's edits");
     assert!(r["unknown_tool"].as_str().unwrap().contains("not found"), "{r}");
     assert!(r["bad_args"].as_str().unwrap().contains("expected a string"), "{r}");
     assert!(r["after_finish"].as_str().unwrap().contains("is finished"), "{r}");

@@ -76,6 +76,8 @@ async def main(cairn, root):
             await call(s, "write_file", session=sess["id"], path="NOTES.md", content="bumped\n")
             out["stale"] = await refused(s, "edit_lines", session=sess["id"], path="src/lib.py",
                                          ops=[{"op": "delete", "tag": tag}])
+            out["script"] = json.loads(await call(s, "run_script", session=sess["id"],
+                                                  code="read_file('src/lib.py').count('return 2')"))
             out["unknown_tool"] = await refused(s, "no_such_tool")
             out["bad_args"] = await refused(s, "write_file", session=sess["id"], path=7)
             await call(s, "session_finish", session=sess["id"], summary="return 2 from a()")

@@ -131,10 +131,9 @@ pub fn get_session(project: &Project, id: &str) -> Result<Session> {
     Ok(with_health(project.bin()?.session_get(id)?))
 }
 
-/// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay, through
-/// the same [`crate::externals::Host`] as a `.pym` run: the same code, limits, protected
-/// paths, audit log and events. `Err` carries the Python exception name and message.
-pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_json::Value], kwargs: &serde_json::Map<String, serde_json::Value>) -> Result<std::result::Result<serde_json::Value, (String, String)>> {
+/// Runs `f` with a [`crate::externals::Host`] on the session's overlay: the same host as a
+/// `.pym` run (code, limits, protected paths, audit log, events).
+fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
     let s = open(project, actor, id)?;
     let overlay = project.overlay(&s.agent)?;
     let events = project.bin()?;
@@ -144,8 +143,38 @@ pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_
     let ask = |_: &str, _: &str, _: std::time::Duration| Err("ask_llm is not available to MCP sessions (the client is the model)".to_string());
     let view = crate::view::View::new(project, &overlay)?;
     let mut host = crate::externals::Host::new(view, project.config.sandbox.clone(), &ask, None, &on_event);
-    Ok(host.call(name, args, kwargs).map_err(|e| match e {
-        crate::externals::CallError::Raise { exc, message } => (exc.to_string(), message),
-        crate::externals::CallError::Fatal { kind, message } => (kind.to_string(), message),
-    }))
+    f(&mut host)
+}
+
+/// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay. `Err`
+/// inside carries the Python exception name and message.
+pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_json::Value], kwargs: &serde_json::Map<String, serde_json::Value>) -> Result<std::result::Result<serde_json::Value, (String, String)>> {
+    with_host(project, actor, id, |host| {
+        Ok(host.call(name, args, kwargs).map_err(|e| match e {
+            crate::externals::CallError::Raise { exc, message } => (exc.to_string(), message),
+            crate::externals::CallError::Fatal { kind, message } => (kind.to_string(), message),
+        }))
+    })
+}
+
+/// Runs a `.pym` script against the session's overlay, in the sandbox, as a run would (the
+/// pre-flight check first). Returns `{result}` or `{error: {kind, message}}`.
+pub fn run_script(project: &Project, actor: &str, id: &str, code: &str) -> Result<serde_json::Value> {
+    let diags = if project.config.sandbox.syntax_layer { crate::sandbox::script::check(code) } else { Vec::new() };
+    if !diags.is_empty() {
+        let text = diags.iter().map(|d| format!("script:{}:{}: {}", d.line, d.col, d.message)).collect::<Vec<_>>().join("\n");
+        return Ok(serde_json::json!({ "error": { "kind": "check", "message": text } }));
+    }
+    let source = match crate::sandbox::script::transform(code) {
+        Ok(s) => s,
+        Err(d) => return Ok(serde_json::json!({ "error": { "kind": "check", "message": d.message } })),
+    };
+    with_host(project, actor, id, |host| {
+        host.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds));
+        let out = crate::sandbox::runner::run(&project.exe, None, &source, "script.pym", Default::default(), host)?;
+        Ok(match out.error {
+            Some((kind, message)) => serde_json::json!({ "error": { "kind": kind, "message": message } }),
+            None => serde_json::json!({ "result": out.result }),
+        })
+    })
 }
