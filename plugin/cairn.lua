@@ -26,6 +26,8 @@ cmd('CairnAcceptHunk', function(o) cairn().accept_hunk(nil, o.bang) end, { bang 
 cmd('CairnRejectHunk', function() cairn().reject_hunk() end, { desc = 'Reject the hunk under the cursor' })
 cmd('CairnNextHunk', function() cairn().next_hunk() end, { desc = 'Go to the next cairn hunk' })
 cmd('CairnPrevHunk', function() cairn().prev_hunk() end, { desc = 'Go to the previous cairn hunk' })
+cmd('CairnTasks', function() cairn().tasks() end, { desc = 'List tasks; <CR> shows the task agent\'s ghost text' })
+cmd('CairnLog', function(o) cairn().log(o.args) end, { nargs = '?', complete = ids, desc = "Show an agent's timeline" })
 cmd('CairnRefresh', function() cairn().refresh() end, { desc = 'Recompute the ghost text against the files as they are now' })
 
 local map = vim.keymap.set

@@ -127,6 +127,67 @@ function M.diff(id, on_done)
   end)
 end
 
+--- A read-only scratch buffer in a new tab holding `lines`.
+local function scratch(name, lines)
+  vim.cmd('tabnew')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  return buf
+end
+
+local MARK = { pass = '✓', fail = '✗', pending = '…' }
+
+--- One line of `:CairnTasks` (agent-written text escaped).
+function M.task_line(t)
+  local checks = {}
+  for _, c in ipairs(t.checks or {}) do
+    table.insert(checks, MARK[c.result] or '?')
+  end
+  local s = string.format('%-8s %-12s %-5s %-18s %-6s %-5s %s', t.id, t.status, t.ready and 'ready' or '',
+    t.assignee ~= vim.NIL and t.assignee or '-', t.agent ~= vim.NIL and t.agent or '-',
+    #checks > 0 and table.concat(checks) or '-', t.title)
+  return notify.escape(s)
+end
+
+--- `:CairnTasks`: every task with status, ready, assignee, agent and checks; `<CR>` on a
+--- task selects its agent (ghost text).
+function M.tasks(on_done)
+  rpc.call('tasks', nil, function(r)
+    local tasks = r.tasks or {}
+    local lines = { 'task     status       ready assignee           agent  check title' }
+    for _, t in ipairs(tasks) do
+      table.insert(lines, M.task_line(t))
+    end
+    local buf = scratch('cairn://tasks', lines)
+    vim.keymap.set('n', '<CR>', function()
+      local t = tasks[vim.api.nvim_win_get_cursor(0)[1] - 1]
+      if t and t.agent ~= vim.NIL and t.agent then
+        M.select(t.agent)
+      else
+        notify.notify('this task has no proposal yet')
+      end
+    end, { buffer = buf, desc = "Show the task agent's ghost text" })
+    if on_done then on_done(tasks, buf) end
+  end)
+end
+
+--- `:CairnLog [id]`: an agent's timeline (state changes, tool calls, log lines).
+function M.log(id, on_done)
+  rpc.call('log', (id and id ~= '') and { id = id } or vim.empty_dict(), function(r)
+    local lines = {}
+    for _, e in ipairs(r.events or {}) do
+      local at = os.date('!%H:%M:%S', math.floor(e.ts_ms / 1000))
+      table.insert(lines, notify.escape(string.format('%s %-10s %-15s %s', at, e.state, e.type, e.text)))
+    end
+    local buf = scratch('cairn://log/' .. r.id, lines)
+    if on_done then on_done(r, buf) end
+  end)
+end
+
 --- Completion of agent ids.
 function M.complete_ids(arglead)
   if not rpc.chan then
@@ -152,11 +213,17 @@ local levels = {
 
 --- Called by the host for every state change.
 function M.on_event(ev)
-  local msg = string.format('agent %s %s', ev.id, ev.state)
-  if ev.message and ev.message ~= '' then
-    msg = msg .. ': ' .. ev.message
+  local msg
+  if ev.type == 'task_changed' then
+    -- A task write: its own text names the task, what happened and who did it.
+    msg = ev.message
+  else
+    msg = string.format('agent %s %s', ev.id, ev.state)
+    if ev.message and ev.message ~= '' then
+      msg = msg .. ': ' .. ev.message
+    end
   end
-  notify.notify(msg, levels[ev.state])
+  notify.notify(msg, ev.type ~= 'task_changed' and levels[ev.state] or nil)
   vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
 end
 

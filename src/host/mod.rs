@@ -145,7 +145,7 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
                     continue;
                 }
                 ghost_dirty = true;
-                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message });
+                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name() });
                 let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
             }
         }
@@ -251,6 +251,8 @@ impl Handler {
             }),
             "preview" => self.target(args.str("id")).and_then(|id| self.preview(&id, args)),
             "ghost" => self.ghost_payload(),
+            "tasks" => cairn_core::tasks::list(project, &Default::default()).map(|t| serde_json::json!({ "tasks": t })),
+            "log" => self.target(args.str("id")).and_then(|id| agent_log(project, &id)),
             "health" => Ok(self.health()),
             other => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
         })
@@ -374,4 +376,11 @@ impl nvim_rs::Handler for Handler {
             _ => {}
         }
     }
+}
+
+/// `:CairnLog`: an agent's timeline from the event stream (what it read, wrote and logged,
+/// its state changes, its task's checks).
+fn agent_log(project: &cairn_core::project::Project, id: &str) -> Result<serde_json::Value> {
+    let events: Vec<_> = project.bin()?.events_since(0)?.into_iter().filter(|e| e.agent_id == id).collect();
+    Ok(serde_json::json!({ "id": id, "events": events }))
 }
