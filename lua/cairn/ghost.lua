@@ -10,6 +10,20 @@
 --- of a buffer.
 local M = {}
 
+local MARKS = { pass = '✓', fail = '✗', pending = '…' }
+
+--- `  checks ✓✗…` for the results of the agent's task checks ('' without any).
+function M.checks_text(checks)
+  if type(checks) ~= 'table' or #checks == 0 then
+    return ''
+  end
+  local marks = {}
+  for _, r in ipairs(checks) do
+    table.insert(marks, MARKS[r] or '?')
+  end
+  return '  checks ' .. table.concat(marks)
+end
+
 M.ns = vim.api.nvim_create_namespace('cairn')
 
 ---@type table? the last payload from the host
@@ -68,7 +82,7 @@ function M.render(buf, file, agent)
     if i == 1 then
       -- Created before the hunk's own marks: virtual lines on one row show in creation order.
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
-      local header = string.format('cairn %s: %s  (%d hunk%s)', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's')
+      local header = string.format('cairn %s: %s  (%d hunk%s)%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks))
       set(buf, M.ns, at, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
     end
     local range_end

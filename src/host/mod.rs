@@ -203,7 +203,7 @@ impl Handler {
             .into_iter()
             .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
             .collect();
-        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary }, "files": files }))
+        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": task_checks(&self.project, &id) }, "files": files }))
     }
 
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
@@ -383,4 +383,14 @@ impl nvim_rs::Handler for Handler {
 fn agent_log(project: &cairn_core::project::Project, id: &str) -> Result<serde_json::Value> {
     let events: Vec<_> = project.bin()?.events_since(0)?.into_iter().filter(|e| e.agent_id == id).collect();
     Ok(serde_json::json!({ "id": id, "events": events }))
+}
+
+/// The results of the checks of the task whose proposal `agent` is (`pass`, `fail`,
+/// `pending`, in order), empty when it has none.
+fn task_checks(project: &cairn_core::project::Project, agent: &str) -> Vec<String> {
+    let Ok(bin) = project.bin() else { return Vec::new() };
+    match bin.task_of_agent(agent) {
+        Ok(Some(task)) => bin.task_get(&task).map(|t| t.checks.iter().map(|c| serde_json::to_value(c.result).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()).collect()).unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }

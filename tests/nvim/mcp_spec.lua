@@ -19,6 +19,11 @@ H.test('an MCP session shows as ghost text, in :CairnTasks and :CairnLog', funct
   local r = vim.json.decode(lines[#lines])
   H.wait(10000, function() return H.hunks(buf) == 1 end, 'ghost text of the MCP proposal')
   H.ok(vim.tbl_contains(H.virt_text(buf), '    return 2'), vim.inspect(H.virt_text(buf)))
+  -- The header carries the task's check results once the client ran them.
+  H.wait(5000, function()
+    require('cairn').refresh()
+    return (H.virt_text(buf)[1] or ''):find('checks ✓', 1, true) ~= nil
+  end, 'check results in the ghost header: ' .. tostring(H.virt_text(buf)[1]))
 
   local got = H.run(5000, function(done) require('cairn').tasks(function(t, b) done({ t, b }) end) end, ':CairnTasks')
   local tasks, tbuf = got[1], got[2]
