@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod health;
+mod views;
 mod ready;
 mod wire;
 
@@ -119,6 +120,19 @@ async fn serve(project: Project) -> Result<()> {
 /// Follows `bin.db` events: notifications for state changes, ghost text when a proposal
 /// appears or goes away.
 async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
+    // New events (a run moving on, an MCP session finishing) ring at once; the poll below
+    // stays for files changed outside the events.
+    let rung = Arc::new(tokio::sync::Notify::new());
+    {
+        let (project, rung) = (Arc::clone(&h.project), Arc::clone(&rung));
+        std::thread::spawn(move || {
+            let bell = cairn_core::bell::Bell::new(&project);
+            loop {
+                bell.wait(Duration::from_secs(3600));
+                rung.notify_one();
+            }
+        });
+    }
     let mut last = h.project.bin().and_then(|b| b.last_event_seq()).unwrap_or(0);
     let mut shown: Option<serde_json::Value> = None;
     let mut tick = 0u64;
@@ -164,6 +178,7 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
         let poll = Duration::from_millis(h.project.config.orchestrator.poll_interval_ms.min(200));
         tokio::select! {
             _ = tokio::time::sleep(poll) => {}
+            _ = rung.notified() => {}
             _ = h.refresh.notified() => { shown = None; }
         }
     }
@@ -203,7 +218,7 @@ impl Handler {
             .into_iter()
             .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
             .collect();
-        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": task_checks(&self.project, &id) }, "files": files }))
+        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id) }, "files": files }))
     }
 
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
@@ -252,7 +267,7 @@ impl Handler {
             "preview" => self.target(args.str("id")).and_then(|id| self.preview(&id, args)),
             "ghost" => self.ghost_payload(),
             "tasks" => cairn_core::tasks::list(project, &Default::default()).map(|t| serde_json::json!({ "tasks": t })),
-            "log" => self.target(args.str("id")).and_then(|id| agent_log(project, &id)),
+            "log" => self.target(args.str("id")).and_then(|id| views::agent_log(project, &id)),
             "health" => Ok(self.health()),
             other => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
         })
@@ -375,22 +390,5 @@ impl nvim_rs::Handler for Handler {
             }
             _ => {}
         }
-    }
-}
-
-/// `:CairnLog`: an agent's timeline from the event stream (what it read, wrote and logged,
-/// its state changes, its task's checks).
-fn agent_log(project: &cairn_core::project::Project, id: &str) -> Result<serde_json::Value> {
-    let events: Vec<_> = project.bin()?.events_since(0)?.into_iter().filter(|e| e.agent_id == id).collect();
-    Ok(serde_json::json!({ "id": id, "events": events }))
-}
-
-/// The results of the checks of the task whose proposal `agent` is (`pass`, `fail`,
-/// `pending`, in order), empty when it has none.
-fn task_checks(project: &cairn_core::project::Project, agent: &str) -> Vec<String> {
-    let Ok(bin) = project.bin() else { return Vec::new() };
-    match bin.task_of_agent(agent) {
-        Ok(Some(task)) => bin.task_get(&task).map(|t| t.checks.iter().map(|c| serde_json::to_value(c.result).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()).collect()).unwrap_or_default(),
-        _ => Vec::new(),
     }
 }

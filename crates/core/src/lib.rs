@@ -22,6 +22,7 @@ pub mod paths;
 pub mod config;
 pub mod lifecycle;
 pub mod events;
+pub mod bell;
 pub mod project;
 pub mod store;
 pub mod sync;

@@ -19,6 +19,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, tick: &mut dyn FnMut(), on_error: &dyn Fn(&Error)) -> Result<()> {
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     let max = project.config.orchestrator.max_concurrent_agents as usize;
+    // A queued agent (from any process) rings the bell: it starts at once, not at the poll.
+    let bell = crate::bell::Bell::new(project);
     std::thread::scope(|s| -> Result<()> {
         let mut handles: Vec<std::thread::ScopedJoinHandle<'_, ()>> = Vec::new();
         let mut backoff = poll;
@@ -47,7 +49,11 @@ pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, ti
                 }
             }
             backoff = if failed { (backoff * 2).min(MAX_BACKOFF) } else { poll };
-            std::thread::sleep(backoff);
+            if failed {
+                std::thread::sleep(backoff);
+            } else {
+                bell.wait(backoff);
+            }
         }
         for h in handles {
             let _ = h.join();
