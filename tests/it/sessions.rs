@@ -83,3 +83,30 @@ fn sessions_are_isolated_and_gated() {
     sessions::cancel(&p, "agent:c", &sc.row.id, "changed my mind").unwrap();
     assert_eq!(f.status(&sc.row.agent).state.as_str(), "rejected");
 }
+
+/// The protected paths and budgets of `.pym` runs hold for session tools (the other entry
+/// point of the same externals): every spelling refused, budgets spanning the session's calls.
+#[test]
+fn protected_paths_and_budgets_hold_for_session_tools() {
+    let f = Fixture::with_files(&[("src/a.py", "x = 1\n"), (".cairn.toml", "[llm]\n")]);
+    f.init();
+    f.home_config("[sandbox]\nmax_write_bytes = 1000\nmax_files_written = 3\n");
+    let p = f.project();
+    let t = tasks::create(&p, "human", "t", "", &[], vec![]).unwrap();
+    let s = sessions::begin(&p, "agent:m", &t.row.id, "k").unwrap();
+    for path in [".cairn.toml", "sub/.cairn.toml", ".git/hooks/pre-commit", ".GIT/x", ".git./x", "\u{ff0e}git/x", "a/.git/x", ".jj/x", ".agentfs/x", ".grail/x", "a\nb", "a\u{1b}[31mb"] {
+        for (tool, args) in [("write_file", json!([path, "x"])), ("delete_file", json!([path])), ("edit_lines", json!([path, [{"op": "insert_after", "tag": "0:", "lines": ["x"]}]]))] {
+            let (exc, msg) = call(&f, "agent:m", &s.row.id, tool, args).unwrap_err();
+            assert_eq!(exc, "PermissionError", "{tool} {path:?}: {msg}");
+            assert!(msg.contains("is protected: ") && !msg.contains('\n') && !msg.contains('\u{1b}'), "{tool} {path:?}: {msg:?}");
+        }
+    }
+    // max_write_bytes counts across the session's calls, as across a run's.
+    call(&f, "agent:m", &s.row.id, "write_file", json!(["one.txt", "a".repeat(600)])).unwrap();
+    let (kind, msg) = call(&f, "agent:m", &s.row.id, "write_file", json!(["two.txt", "b".repeat(600)])).unwrap_err();
+    assert_eq!(kind, "limit", "{msg}");
+    assert!(msg.contains("max_write_bytes = 1000"), "{msg}");
+    sessions::finish(&p, "agent:m", &s.row.id, "one file").unwrap();
+    let st = f.status(&s.row.agent);
+    assert_eq!(st.changes.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["one.txt"]);
+}

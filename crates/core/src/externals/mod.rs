@@ -144,7 +144,30 @@ pub const MAX_AUDITED_CALLS: u64 = 10_000;
 /// `tool_failed`): enough to follow a run, bounded so a loop cannot flood `bin.db`.
 pub const MAX_TOOL_EVENTS: u64 = 1_000;
 
+/// What a host has used of its run's budgets: an MCP session carries it from one tool call
+/// to the next, so its budgets hold for the whole session as they do for a run.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub written_bytes: u64,
+    pub read_bytes: u64,
+    pub log_bytes: u64,
+    pub calls: u64,
+}
+
 impl<'a> Host<'a> {
+    /// What this host has used so far.
+    pub fn usage(&self) -> Usage {
+        Usage { written_bytes: self.written_bytes, read_bytes: self.read_bytes, log_bytes: self.log_bytes, calls: self.calls }
+    }
+
+    /// Continues from `usage` (an earlier host of the same session).
+    pub fn resume(&mut self, usage: Usage) {
+        self.written_bytes = usage.written_bytes;
+        self.read_bytes = usage.read_bytes;
+        self.log_bytes = usage.log_bytes;
+        self.calls = usage.calls;
+    }
+
     /// A host serving `view` within `limits`.
     pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_event: &'a dyn Fn(&EventKind)) -> Self {
         Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, log_bytes: 0, submitted: false, calls: 0 }

@@ -143,7 +143,12 @@ fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut cr
     let ask = |_: &str, _: &str, _: std::time::Duration| Err("ask_llm is not available to MCP sessions (the client is the model)".to_string());
     let view = crate::view::View::new(project, &overlay)?;
     let mut host = crate::externals::Host::new(view, project.config.sandbox.clone(), &ask, None, &on_event);
-    f(&mut host)
+    // The session's budgets (bytes written and read, log, audited calls) span its calls.
+    let usage = overlay.kv_get("usage")?.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default();
+    host.resume(usage);
+    let out = f(&mut host);
+    overlay.kv_set("usage", &serde_json::to_string(&host.usage())?)?;
+    out
 }
 
 /// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay. `Err`
