@@ -104,6 +104,13 @@ end
 function M.status(id, on_done)
   rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict(), function(s)
     local lines = { describe(s) }
+    if type(s.for_task) == 'table' then
+      local results = {}
+      for _, c in ipairs(s.for_task.checks or {}) do
+        table.insert(results, c.result)
+      end
+      table.insert(lines, string.format('  task %s (%s)%s', s.for_task.id, s.for_task.status, require('cairn.ghost').checks_text(results)))
+    end
     for _, c in ipairs(s.changes or {}) do
       table.insert(lines, string.format('  %-9s %s', c.kind, c.path))
     end

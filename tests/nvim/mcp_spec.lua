@@ -34,6 +34,10 @@ H.test('an MCP session shows as ghost text, in :CairnTasks and :CairnLog', funct
   H.ok(line and line:find('✓', 1, true) and line:find(r.agent, 1, true) and line:find('review', 1, true), 'task line: ' .. tostring(line))
   H.ok(#tasks >= 2, 'both tasks listed')
 
+  local st = H.run(5000, function(done) require('cairn').status(r.agent, done) end, ':CairnStatus')
+  H.eq(st.for_task.id, r.task, 'status names the task')
+  H.eq(st.for_task.checks[1].result, 'pass', 'and its check result')
+
   local lr = H.run(5000, function(done) require('cairn').log(r.agent, function(x, b) done({ x, b }) end) end, ':CairnLog')
   local text = table.concat(vim.api.nvim_buf_get_lines(lr[2], 0, -1, false), '\n')
   H.ok(text:find('tool_requested', 1, true) and text:find('edit_lines', 1, true) and text:find('reviewing', 1, true), text)

@@ -63,9 +63,29 @@ pub struct Status {
     pub attempts: u32,
     pub accept_pending: bool,
     pub undone: bool,
+    /// The task whose proposal this agent is, with its status and check results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub for_task: Option<TaskBrief>,
     /// Unix milliseconds of `state_changed_at` (for ages; not serialized).
     #[serde(skip)]
     pub state_changed_ms: i64,
+}
+
+/// A task as an agent's status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskBrief {
+    pub id: String,
+    pub status: String,
+    /// `{desc, result}` of each check.
+    pub checks: Vec<serde_json::Value>,
+}
+
+/// The task whose proposal agent `id` is.
+fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
+    let bin = project.bin().ok()?;
+    let t = bin.task_get(&bin.task_of_agent(id).ok()??).ok()?;
+    let checks = t.checks.iter().map(|c| serde_json::json!({ "desc": c.desc, "result": c.result })).collect();
+    Some(TaskBrief { id: t.id, status: t.status, checks })
 }
 
 /// The result of a pre-flight check.
@@ -133,6 +153,7 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
         attempts: rec.attempts,
         accept_pending: rec.accept_pending,
         undone: rec.undone,
+        for_task: if with_changes { task_brief(project, &rec.id) } else { None },
         state_changed_ms: rec.state_changed_ms,
     })
 }
