@@ -114,6 +114,56 @@ fn via_up(p: &Project, home: &Path) -> Vec<Duration> {
     v
 }
 
+/// Nine timings of a trivial MCP session (begin, then finish: the agent is `reviewing` when
+/// the reply arrives), over `cairn mcp`'s stdio with plain JSON-RPC lines.
+fn via_mcp(p: &Project, home: &Path) -> Vec<Duration> {
+    use std::io::{BufRead, BufReader};
+    let mut server = Proc::new(&p.exe)
+        .args(["mcp", "--actor", "agent:bench"])
+        .current_dir(&p.root)
+        .env("CAIRN_HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut next_id = 0;
+    let mut rpc = |method: &str, params: serde_json::Value| -> serde_json::Value {
+        next_id += 1;
+        let msg = serde_json::json!({ "jsonrpc": "2.0", "id": next_id, "method": method, "params": params });
+        writeln!(stdin, "{msg}").unwrap();
+        loop {
+            let line = lines.next().unwrap().unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == next_id {
+                return v;
+            }
+        }
+    };
+    rpc("initialize", serde_json::json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "1" } }));
+    let tool = |rpc: &mut dyn FnMut(&str, serde_json::Value) -> serde_json::Value, name: &str, args: serde_json::Value| -> serde_json::Value {
+        let r = rpc("tools/call", serde_json::json!({ "name": name, "arguments": args }));
+        let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{name}: {r}")).to_string();
+        serde_json::from_str(&text).unwrap()
+    };
+    let mut v = Vec::new();
+    for round in 0..10 {
+        let task = tool(&mut rpc, "task_create", serde_json::json!({ "title": format!("bench {round}") }));
+        let t = Instant::now();
+        let s = tool(&mut rpc, "session_begin", serde_json::json!({ "task": task["id"], "idempotency_key": format!("bench-{round}-{}", task["id"]) }));
+        tool(&mut rpc, "session_finish", serde_json::json!({ "session": s["id"], "summary": "nothing" }));
+        if round > 0 {
+            v.push(t.elapsed());
+        }
+        assert_eq!(p.bin().unwrap().get(s["agent"].as_str().unwrap()).unwrap().state.as_str(), "reviewing");
+    }
+    drop(stdin);
+    let _ = server.wait();
+    v
+}
+
 struct Row {
     op: &'static str,
     ours: String,
@@ -189,6 +239,8 @@ con.commit()
     // only a fallback; a queued agent rings its bell): wall clock from starting `cairn queue`
     // to the `reviewing` event in bin.db.
     rows.push(Row { op: "queue -> reviewing via `cairn up` (CLI queue, wall clock)", ours: ms(median(via_up(&p, &home))), target: "< 50 ms", reference: "before the bell: 35-290 ms (250 ms poll)".into() });
+
+    rows.push(Row { op: "session_begin -> session_finish -> reviewing via `cairn mcp` (JSON-RPC on stdio)", ours: ms(median(via_mcp(&p, &home))), target: "< 50 ms", reference: String::new() });
 
     // Importing every module a script may import, timed inside the child (a fresh child each
     // run, so every import is a first one).
