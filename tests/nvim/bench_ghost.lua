@@ -28,5 +28,25 @@ table.sort(trips)
 table.sort(renders)
 print(string.format('ghost 1000 lines / 50 hunks: round trip (host computes + RPC) median %.2f ms, render median %.2f ms (%s)',
   trips[15], renders[15], tostring(vim.version())))
+
+-- :CairnQueue of a trivial agent to its ghost text drawn (the host wakes on the new events).
+vim.fn.writefile({ 'x = 1' }, root .. '/small.txt')
+vim.cmd.edit(root .. '/small.txt')
+local small = vim.api.nvim_get_current_buf()
+local waits = {}
+for i = 1, 9 do
+  vim.fn.writefile({ "write_file('small.txt', 'x = " .. (i + 1) .. "\\n')" }, root .. '/agents/s' .. i .. '.pym')
+  local t0 = vim.uv.hrtime()
+  require('cairn').queue('agents/s' .. i .. '.pym', false)
+  H.wait(10000, function()
+    return vim.tbl_contains(H.virt_text(small), 'x = ' .. (i + 1))
+  end, 'ghost text of agent ' .. i)
+  waits[#waits + 1] = (vim.uv.hrtime() - t0) / 1e6
+  vim.cmd('CairnReject')
+  H.wait(5000, function() return H.hunks(small) == 0 end, 'reject ' .. i)
+end
+table.sort(waits)
+print(string.format('ghost :CairnQueue -> ghost text drawn (trivial agent): median %.2f ms, min %.2f, max %.2f (%s)',
+  waits[5], waits[1], waits[9], tostring(vim.version())))
 require('cairn.rpc').stop()
 os.exit(0)
