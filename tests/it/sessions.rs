@@ -59,7 +59,7 @@ fn sessions_are_isolated_and_gated() {
     let blocked = tasks::create(&p, "human", "second", "", &[dep.row.id.clone()], vec![]).unwrap();
     let err = sessions::begin(&p, "agent:a", &blocked.row.id, "k0").unwrap_err();
     assert!(err.to_string().contains("deps not closed"), "{err}");
-    assert_eq!(tasks::get(&p, &blocked.row.id).unwrap().row.assignee, Some("agent:a".to_string()));
+    assert_eq!(tasks::get(&p, &blocked.row.id).unwrap().row.assignee, None, "a refused start gives the claim back");
 
     let ta = tasks::create(&p, "human", "a", "", &[], vec![]).unwrap();
     let tb = tasks::create(&p, "human", "b", "", &[], vec![]).unwrap();

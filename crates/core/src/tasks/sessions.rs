@@ -49,14 +49,23 @@ pub fn begin(project: &Project, actor: &str, task: &str, key: &str) -> Result<Se
         return Ok(with_health(s));
     }
     // The task is claimed and started through the same gates as from the CLI; a refusal
-    // ends the new session at once.
+    // ends the new session at once and gives back a claim it made.
     let flow = Flow::of(project);
+    let was_unassigned = t.row.assignee.is_none();
     let started = claim(project, actor, &t.row.id).and_then(|t| match t.row.status == flow.working() {
         true => Ok(t),
         false => transition(project, actor, &t.row.id, flow.working()),
     });
     if let Err(e) = started {
         cancel_quietly(project, &s, "the task could not start");
+        if was_unassigned {
+            if let Ok(mut row) = project.bin().and_then(|b| b.task_get(&t.row.id)) {
+                if row.assignee.as_deref() == Some(actor) {
+                    row.assignee = None;
+                    let _ = project.bin().and_then(|b| b.task_update(&row, actor, "released: the session could not start"));
+                }
+            }
+        }
         return Err(e);
     }
     link_agent(project, actor, &t.row.id, &s.agent)?;

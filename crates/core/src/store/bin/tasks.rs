@@ -271,5 +271,10 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 fn record(tx: &rusqlite::Connection, task: &str, agent: Option<&str>, who: &str, did: &str) -> Result<()> {
     tx.execute("INSERT INTO provenance(task_id, who, at_ms, did) VALUES (?1, ?2, ?3, ?4)", params![task, who, crate::time::now_ms(), did])?;
     let kind = EventKind::TaskChanged { task: task.to_string(), who: who.to_string(), did: did.to_string() };
-    insert_event(tx, agent.unwrap_or(""), State::Queued, &kind)
+    // The event carries the task's agent and that agent's state (queued when it has none).
+    let state = match agent {
+        Some(a) => tx.query_row("SELECT state FROM agents WHERE id = ?1", [a], |r| r.get::<_, String>(0)).optional()?.and_then(|s| s.parse().ok()).unwrap_or(State::Queued),
+        None => State::Queued,
+    };
+    insert_event(tx, agent.unwrap_or(""), state, &kind)
 }
