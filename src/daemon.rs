@@ -13,6 +13,15 @@ use std::time::Duration;
 /// How often the index is reconciled with the tree by a stat walk.
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
+/// Starts the file watcher. `CAIRN_TEST_INOTIFY_EXHAUSTED=1` (test-only) fails it as an
+/// exhausted inotify limit would, to prove the fallback.
+fn start_watcher(project: &Project) -> Result<cairn_core::watcher::Watcher> {
+    if std::env::var_os("CAIRN_TEST_INOTIFY_EXHAUSTED").is_some_and(|v| v == "1") {
+        return Err(Error::Watch(cairn_core::watcher::exhausted()));
+    }
+    cairn_core::watcher::Watcher::start(project)
+}
+
 /// Pre-started children kept by a long-running process.
 const POOL_SIZE: usize = 2;
 
@@ -26,7 +35,20 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
         report(format!("agent {id} {state} after an interrupted run"));
     }
     let _registered = crate::signals::register(project).map_err(|e| tracing::warn!("{e}")).ok();
-    let mut watcher = cairn_core::watcher::Watcher::start(project)?;
+    // Without a watcher (the inotify limit is exhausted, typically on a very large tree) the
+    // index still converges: the stat scan below runs every second. Said, never silent.
+    let mut watcher = match start_watcher(project) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            let line = format!("file watcher unavailable: {e}; falling back to a stat scan every {} s", RECONCILE_EVERY.as_secs());
+            tracing::warn!("{line}");
+            if let Ok(mut last) = last_error.lock() {
+                *last = Some(line.clone());
+            }
+            report(line);
+            None
+        }
+    };
     // The watcher starts before this catch-up, so nothing between the two is missed.
     cairn_core::sync::init(project)?;
     let _live = match LiveIndex::claim(project) {
@@ -44,8 +66,13 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
             // events missed or misordered (directory swaps, renames then re-creation, overflow).
             let mut last_reconcile = std::time::Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                if let Err(e) = watcher.pump(Duration::from_millis(200)) {
-                    tracing::warn!("watcher: {e}");
+                match watcher.as_mut() {
+                    Some(w) => {
+                        if let Err(e) = w.pump(Duration::from_millis(200)) {
+                            tracing::warn!("watcher: {e}");
+                        }
+                    }
+                    None => std::thread::sleep(Duration::from_millis(200)),
                 }
                 if last_reconcile.elapsed() >= RECONCILE_EVERY {
                     if let Err(e) = cairn_core::sync::init(project) {

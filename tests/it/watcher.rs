@@ -201,3 +201,40 @@ fn an_unreadable_file_does_not_drop_the_batch() {
     wait_until(30, "the 300 readable files indexed", || indexed(&f).iter().filter(|p| p.starts_with("batch/f")).count() == 300);
     assert!(!indexed(&f).contains(&"batch/noread.txt".to_string()), "the unreadable file was indexed");
 }
+
+/// An exhausted inotify limit (injected: the limit is global to the machine) is reported,
+/// on stderr and to `:checkhealth` through the host, and the index still converges by the
+/// stat scan.
+#[test]
+fn an_exhausted_inotify_limit_is_reported_and_the_stat_scan_takes_over() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    let mut up = f
+        .cmd()
+        .arg("up")
+        .env("CAIRN_TEST_INOTIFY_EXHAUSTED", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(up.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("file watcher unavailable") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    assert!(said.contains("inotify watch limit is exhausted") && said.contains("max_user_watches") && said.contains("stat scan"), "{said}");
+    // The first write may still be caught by the start-up catch-up; the second can only be
+    // found by the periodic stat scan.
+    for name in ["b.txt", "c.txt"] {
+        f.write(name, "new\n");
+        wait_until(10, "the stat scan to index a new file", || indexed(&f).contains(&name.to_string()));
+    }
+    assert!(matches!(up.try_wait(), Ok(None)), "cairn up keeps serving");
+    let _ = up.kill();
+    let _ = up.wait();
+}

@@ -18,6 +18,21 @@ pub struct Watcher {
     project: Project,
 }
 
+/// A watch error in words; the exhausted inotify limit names the sysctl to raise.
+pub fn describe(e: &notify::Error) -> String {
+    match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => exhausted(),
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(libc::ENOSPC) => exhausted(),
+        _ => e.to_string(),
+    }
+}
+
+/// The message for an exhausted inotify watch limit.
+pub fn exhausted() -> String {
+    let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into());
+    format!("the kernel's inotify watch limit is exhausted (fs.inotify.max_user_watches = {limit}); raise it with `sysctl fs.inotify.max_user_watches=<more>`")
+}
+
 impl Watcher {
     /// Starts watching the project root recursively.
     pub fn start(project: &Project) -> Result<Watcher> {
@@ -26,7 +41,7 @@ impl Watcher {
             let _ = tx.send(ev);
         })
         .map_err(|e| Error::Watch(e.to_string()))?;
-        inner.watch(&project.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        inner.watch(&project.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(describe(&e)))?;
         Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone() })
     }
 
