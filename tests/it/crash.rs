@@ -127,12 +127,17 @@ fn killed_workers_hold_no_slot() {
     let running = || p.bin().unwrap().list(true).unwrap().into_iter().filter(|r| r.state == State::Executing).count();
     wait_until(60, "five agents executing", || running() == 5);
     let killed: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.id).collect();
+    // Queued while the five hold every slot, it waits (the 200 ms is a window to observe
+    // that it does not start, not a synchronisation). Queued after the kills, it could
+    // lose the race for the freed slots to the re-queued agents, which loop forever again.
+    let fresh = cairn::orchestrator::queue(&p, "write_file('b.txt', 'b')", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::High).unwrap().id;
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(p.bin().unwrap().get(&fresh).unwrap().state, State::Queued, "every slot is held before the kills");
     for mut r in runs {
         let _ = r.kill();
         let _ = r.wait();
     }
     let t = std::time::Instant::now();
-    let fresh = cairn::orchestrator::queue(&p, "write_file('b.txt', 'b')", Some(cairn::lifecycle::Provider::Inline), cairn::lifecycle::Priority::High).unwrap().id;
     wait_until(30, "the new agent reviewing", || p.bin().unwrap().get(&fresh).unwrap().state == State::Reviewing);
     eprintln!("new agent reviewing {:?} after the kills", t.elapsed());
     assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
