@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit and integration, one release profile, one target dir),
-# then the Neovim end-to-end specs (plugin, RPC host, tmux) in Neovim 0.11 and 0.12.
+# a 1,000-file smoke run of the bench, then the Neovim end-to-end specs (plugin, RPC host,
+# tmux) in Neovim 0.11 and 0.12.
 # Installs what it needs first: tmux and git from apt, both Neovims and the MCP Python SDK
 # into .venv/.
 set -euo pipefail
@@ -16,6 +17,9 @@ setup_mcp_client
 echo "== cargo test (release)"
 cargo build --release --workspace --all-targets
 cargo test --release --workspace
+
+echo "== bench smoke run (1,000 files; times nothing, keeps the bench from rotting)"
+CAIRN_BENCH_FILES=1000 cargo bench --bench spec_table
 
 echo "== neovim specs"
 passed=0
