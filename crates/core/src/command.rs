@@ -81,7 +81,7 @@ pub struct TaskBrief {
 }
 
 /// The task whose proposal agent `id` is.
-fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
+pub fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
     let bin = project.bin().ok()?;
     let t = bin.task_get(&bin.task_of_agent(id).ok()??).ok()?;
     let checks = t.checks.iter().map(|c| serde_json::json!({ "desc": c.desc, "result": c.result })).collect();

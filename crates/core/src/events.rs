@@ -8,7 +8,6 @@
 
 use crate::lifecycle::State;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,11 +48,18 @@ impl EventKind {
         }
     }
 
-    /// The `type` discriminator alone.
-    pub fn type_name(&self) -> String {
-        match serde_json::to_value(self) {
-            Ok(Value::Object(m)) => m.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_string(),
-            _ => "unknown".to_string(),
+    /// The `type` discriminator alone (as serialized).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::StateChanged { .. } => "state_changed",
+            EventKind::Log { .. } => "log",
+            EventKind::ToolRequested { .. } => "tool_requested",
+            EventKind::ToolCompleted { .. } => "tool_completed",
+            EventKind::ToolFailed { .. } => "tool_failed",
+            EventKind::Requeued { .. } => "requeued",
+            EventKind::HunkDecided { .. } => "hunk_decided",
+            EventKind::Undone => "undone",
+            EventKind::TaskChanged { .. } => "task_changed",
         }
     }
 
@@ -78,4 +84,27 @@ pub struct Event {
     pub message: String,
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKind;
+
+    #[test]
+    fn type_name_is_the_serialized_discriminator() {
+        let all = [
+            EventKind::StateChanged { message: String::new() },
+            EventKind::Log { message: String::new() },
+            EventKind::ToolRequested { tool: String::new(), args: String::new() },
+            EventKind::ToolCompleted { tool: String::new(), duration_us: 0, result: String::new() },
+            EventKind::ToolFailed { tool: String::new(), duration_us: 0, error: String::new() },
+            EventKind::Requeued { message: String::new() },
+            EventKind::HunkDecided { path: String::new(), accepted: true },
+            EventKind::Undone,
+            EventKind::TaskChanged { task: String::new(), who: String::new(), did: String::new() },
+        ];
+        for k in all {
+            assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());
+        }
+    }
 }

@@ -126,30 +126,24 @@ pub fn create(project: &Project, who: &str, title: &str, body: &str, deps: &[Str
 pub fn get(project: &Project, id: &str) -> Result<Task> {
     let bin = project.bin()?;
     let row = bin.task_get(&bin.task_resolve(id)?)?;
-    let ready = deps_open(project, &row)?.is_empty();
+    let ready = deps_open(project, &row, |d| bin.task_get(d).ok().map(|t| t.status))?.is_empty();
     Ok(Task { row, ready })
 }
 
-/// Ids of the deps of `row` that are not closed.
-fn deps_open(project: &Project, row: &TaskRow) -> Result<Vec<String>> {
-    let bin = project.bin()?;
+/// Ids of the deps of `row` that are not closed; `status_of` gives a task's status.
+fn deps_open(project: &Project, row: &TaskRow, status_of: impl Fn(&str) -> Option<String>) -> Result<Vec<String>> {
     let flow = Flow::of(project);
-    let mut open = Vec::new();
-    for d in &row.deps {
-        match bin.task_get(d) {
-            Ok(t) if flow.is_closed(&t.status) => {}
-            _ => open.push(d.clone()),
-        }
-    }
-    Ok(open)
+    Ok(row.deps.iter().filter(|d| !status_of(d).is_some_and(|s| flow.is_closed(&s))).cloned().collect())
 }
 
 /// Tasks matching `filter`, oldest first.
 pub fn list(project: &Project, filter: &Filter) -> Result<Vec<Task>> {
-    let bin = project.bin()?;
+    let rows = project.bin()?.task_list()?;
+    // One read of every task: deps resolve against it, not one query each.
+    let status: std::collections::HashMap<String, String> = rows.iter().map(|r| (r.id.clone(), r.status.clone())).collect();
     let mut out = Vec::new();
-    for row in bin.task_list()? {
-        let ready = deps_open(project, &row)?.is_empty();
+    for row in rows {
+        let ready = deps_open(project, &row, |d| status.get(d).cloned())?.is_empty();
         let keep = filter.status.as_ref().is_none_or(|s| *s == row.status)
             && filter.assignee.as_ref().is_none_or(|a| row.assignee.as_ref() == Some(a))
             && filter.ready.is_none_or(|r| r == ready);
@@ -184,7 +178,8 @@ pub fn transition(project: &Project, who: &str, id: &str, to: &str) -> Result<Ta
     // Leaving the first status needs every dep closed; cancelling does not.
     let cancelling = flow.is_closed(to) && to != flow.done();
     if t.status == flow.initial() && to != flow.initial() && !cancelling {
-        let open = deps_open(project, &t)?;
+        let bin = project.bin()?;
+        let open = deps_open(project, &t, |d| bin.task_get(d).ok().map(|t| t.status))?;
         if !open.is_empty() {
             return Err(refused(&t.id, format!("deps not closed: {}", open.join(", "))));
         }

@@ -17,17 +17,26 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+fn event_row(r: &rusqlite::Row) -> rusqlite::Result<Event> {
+    let state: String = r.get(3)?;
+    let message: String = r.get(4)?;
+    let data: Option<String> = r.get(5)?;
+    let kind = data.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or_else(|| EventKind::StateChanged { message: message.clone() });
+    Ok(Event { seq: r.get(0)?, agent_id: r.get(1)?, ts_ms: r.get(2)?, state: state.parse().unwrap_or(State::Errored), message, kind })
+}
+
 impl Bin {
     /// Events after `after_seq`, oldest first, at most `limit`.
     pub fn events_after(&self, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
         let mut st = self.conn.prepare_cached("SELECT seq, agent_id, ts_ms, state, message, data FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
-        let rows = st.query_map(params![after_seq, limit as i64], |r| {
-            let state: String = r.get(3)?;
-            let message: String = r.get(4)?;
-            let data: Option<String> = r.get(5)?;
-            let kind = data.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or_else(|| EventKind::StateChanged { message: message.clone() });
-            Ok(Event { seq: r.get(0)?, agent_id: r.get(1)?, ts_ms: r.get(2)?, state: state.parse().unwrap_or(State::Errored), message, kind })
-        })?;
+        let rows = st.query_map(params![after_seq, limit as i64], event_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every event of agent `id`, oldest first.
+    pub fn events_of(&self, id: &str) -> Result<Vec<Event>> {
+        let mut st = self.conn.prepare_cached("SELECT seq, agent_id, ts_ms, state, message, data FROM events WHERE agent_id = ?1 ORDER BY seq")?;
+        let rows = st.query_map([id], event_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
