@@ -77,7 +77,7 @@ fn project(root: &Path, home: &Path) -> Project {
 /// Queue -> reviewing through the core, as a worker of `cairn up` or the Neovim host does it
 /// (their watcher keeps the index live; the CLI without one re-indexes first, timed apart).
 fn run_inline(p: &Project, code: &str) -> String {
-    let rec = cairn::orchestrator::run_now(p, code, Some(cairn::lifecycle::Provider::Inline)).unwrap();
+    let rec = cairn::orchestrator::run_now(p, code, Some(cairn::lifecycle::Provider::Inline), None).unwrap();
     assert_eq!(rec.state.as_str(), "reviewing", "{:?}", rec.error);
     rec.id
 }
@@ -222,7 +222,7 @@ con.commit()
         ids.push(id);
     }
     rows.push(Row { op: "queue -> reviewing (trivial, cold child)", ours: ms(median(v)), target: "< 50 ms", reference: String::new() });
-    let pooled = Pool::new(&p.exe, true, 2);
+    let pooled = Pool::new(&p.exe, true);
     // Let the pool start its children before timing.
     std::thread::sleep(Duration::from_millis(300));
     let mut v = Vec::new();

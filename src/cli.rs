@@ -192,6 +192,9 @@ pub enum Cmd {
         /// Without the runtime guards (the test switch of the syntax layer).
         #[arg(long)]
         no_guards: bool,
+        /// Build the interpreter once, then fork a confined child per run (the pool's zygote).
+        #[arg(long)]
+        zygote: bool,
     },
 }
 
@@ -261,8 +264,10 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    if let Cmd::Sandbox { selftest, no_guards } = cli.command {
-        return cairn_core::sandbox::child::main(selftest, !no_guards);
+    if let Cmd::Sandbox { selftest, no_guards, zygote } = cli.command {
+        use cairn_core::sandbox::child::Mode;
+        let mode = if selftest { Mode::SelfTest } else if zygote { Mode::Zygote } else { Mode::Run };
+        return cairn_core::sandbox::child::main(mode, !no_guards);
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
@@ -289,7 +294,8 @@ pub fn render_error(e: &Error) {
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
-        Cmd::Sandbox { selftest, no_guards } => return Ok(cairn_core::sandbox::child::main(selftest, !no_guards)),
+        // Handled by `main` before logging starts.
+        Cmd::Sandbox { .. } => return Ok(0),
         Cmd::Nvim => {
             let project = open_project(root, home, false)?;
             return crate::host::run(project).map(|_| 0);

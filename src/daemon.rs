@@ -22,9 +22,6 @@ fn start_watcher(project: &Project) -> Result<cairn_core::watcher::Watcher> {
     cairn_core::watcher::Watcher::start(project)
 }
 
-/// Pre-started children kept by a long-running process.
-const POOL_SIZE: usize = 2;
-
 /// The last error the loop survived, for `:checkhealth cairn`.
 pub type LastError = std::sync::Mutex<Option<String>>;
 
@@ -58,7 +55,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
             None
         }
     };
-    let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer, (project.config.orchestrator.max_concurrent_agents as usize).min(POOL_SIZE));
+    let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer);
     std::thread::scope(|s| {
         s.spawn(|| {
             // Events keep the index current within milliseconds; a periodic stat-based

@@ -371,8 +371,22 @@ result
 /// The boundary under Python: a child confined by the run's own code path tries each
 /// dangerous syscall against a bystander process and a file outside; the filter must deny
 /// every one (EPERM from seccomp), the bystander must live, the file must be unchanged.
+///
+/// Both ways a child starts: a process of its own (`cairn run` when no zygote can run) and a
+/// fork of the zygote (every run of `cairn run`, `cairn up` and the Neovim host).
 #[test]
 fn child_syscall_probe_is_denied() {
+    syscall_probe_is_denied(cairn::sandbox::spawn::selftest);
+}
+
+#[test]
+fn zygote_child_syscall_probe_is_denied() {
+    syscall_probe_is_denied(cairn::sandbox::zygote::selftest);
+}
+
+type SelfTestFn = fn(&Path, &cairn::sandbox::child::probe::Target) -> cairn::error::Result<cairn::sandbox::child::probe::SelfTest>;
+
+fn syscall_probe_is_denied(selftest: SelfTestFn) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("outside.txt");
@@ -381,7 +395,7 @@ fn child_syscall_probe_is_denied() {
     let before = std::fs::metadata(&file).unwrap();
     let mut bystander = std::process::Command::new("sleep").arg("600").spawn().unwrap();
     let target = cairn::sandbox::child::probe::Target { pid: bystander.id() as i32, path: file.to_string_lossy().into_owned() };
-    let report = cairn::sandbox::spawn::selftest(&exe(), &target).unwrap();
+    let report = selftest(&exe(), &target).unwrap();
     let alive = bystander.try_wait().unwrap().is_none();
     let _ = bystander.kill();
     let _ = bystander.wait();

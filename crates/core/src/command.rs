@@ -180,8 +180,10 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
         Command::Run { reference, provider } => {
+            // The zygote builds its interpreter while the index catches up (two cores at work).
+            let pool = crate::sandbox::pool::Pool::new(&project.exe, project.config.sandbox.syntax_layer);
             index::ensure_index(project)?;
-            let rec = orchestrator::run_now(project, &reference, provider)?;
+            let rec = orchestrator::run_now(project, &reference, provider, Some(&pool))?;
             Ok(Output::Agent(status_of(project, &rec, true)?))
         }
         Command::ListAgents { all } => {

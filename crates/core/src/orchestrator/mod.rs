@@ -55,15 +55,16 @@ pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRe
 
 /// Queues `reference` and runs it now in this process, waiting for a free slot if the
 /// concurrency limit is reached. Returns the final record (reviewing or errored).
-/// The child is started cold: a one-off run has no pool.
-pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>) -> Result<AgentRecord> {
+/// The child comes from `pool` (started by the caller early, so that its zygote builds the
+/// interpreter while the caller re-indexes), else it is started cold.
+pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, pool: Option<&Pool>) -> Result<AgentRecord> {
     let rec = queue(project, reference, provider, Priority::Normal)?;
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     loop {
         recover(project)?;
         let claimed = project.bin()?.claim(this_worker(), project.config.orchestrator.max_concurrent_agents, Some(&rec.id))?;
         if let Some(claimed) = claimed {
-            return execute(project, None, claimed);
+            return execute(project, pool, claimed);
         }
         let now = project.bin()?.get(&rec.id)?;
         if now.state != State::Queued {

@@ -8,7 +8,7 @@
 //! - [`protocol`]: the messages on the pipe;
 //! - [`spawn`]: the one way a child is started (runs, the pool, the self-test);
 //! - [`runner`]: runs a script in a child, serves its calls, enforces the wall clock;
-//! - [`pool`]: pre-started children for long-running processes.
+//! - [`pool`]: ready children for long-running processes, forked by a [`zygote`].
 //!
 //! Child side: [`child`] (the interpreter, its modules and guards, confinement, the counting
 //! allocator).
@@ -24,3 +24,4 @@ pub mod runner;
 pub mod script;
 pub mod spawn;
 pub mod stdlib;
+pub mod zygote;

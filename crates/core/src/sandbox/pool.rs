@@ -1,97 +1,84 @@
-//! Pre-started sandbox children for long-running processes (`cairn up`, the Neovim host): a
-//! child builds its interpreter while it waits, so a run only pays for the script.
+//! Ready sandbox children for long-running processes (`cairn up`, the Neovim host): a zygote
+//! ([`super::zygote`]) builds the interpreter once and forks a child per run, so a run only
+//! pays for a fork and its script, whatever the pace of runs.
 
 use super::spawn::{spawn, Spawned};
+use super::zygote::Zygote;
 use crate::error::Result;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
-/// Pre-started sandbox children. Each has built its interpreter and waits for a script; each
-/// runs exactly one script and exits, so no interpreter is ever reused across agents.
+/// Where runs get their child. Each child runs exactly one script and exits, so no
+/// interpreter is ever reused across agents; the zygote itself never runs one.
 ///
-/// One long-lived filler thread starts every child: a child's parent-death signal fires when
-/// the *thread* that forked it exits, so short-lived spawner threads would kill their children.
+/// One long-lived starter thread starts every zygote: a child's parent-death signal fires when
+/// the *thread* that started it exits, so a zygote started by a short-lived thread would die
+/// with it. A zygote that fails is replaced once per request; when none can run (no pidfd on
+/// this kernel, say), runs fall back to a freshly started child.
 pub struct Pool {
     exe: PathBuf,
     /// Children start with the runtime guards (the syntax layer's test switch).
     guards: bool,
-    size: usize,
-    idle: Mutex<Vec<Spawned>>,
-    wake: Condvar,
+    zygote: Mutex<Option<Zygote>>,
+    /// Set when two zygotes in a row could not fork: this machine cannot run one.
+    unusable: AtomicBool,
+    starter: Mutex<mpsc::Sender<mpsc::Sender<Result<Zygote>>>>,
 }
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("exe", &self.exe).field("size", &self.size).finish()
+        f.debug_struct("Pool").field("exe", &self.exe).finish()
     }
 }
 
 impl Pool {
-    /// A pool of `size` children of `exe`, filled in the background.
-    pub fn new(exe: &Path, guards: bool, size: usize) -> Arc<Pool> {
-        let pool = Arc::new(Pool { exe: exe.to_path_buf(), guards, size, idle: Mutex::new(Vec::new()), wake: Condvar::new() });
-        let weak = Arc::downgrade(&pool);
-        std::thread::spawn(move || Pool::fill(weak));
-        pool
-    }
-
-    /// The filler: keeps `size` children idle until the pool is dropped.
-    fn fill(weak: Weak<Pool>) {
-        let mut failures = 0;
-        loop {
-            let Some(pool) = weak.upgrade() else { return };
-            let need = pool.idle.lock().map(|i| i.len() < pool.size).unwrap_or(false);
-            if need && failures < 3 {
-                match spawn(&pool.exe, pool.guards) {
-                    Ok(child) => {
-                        failures = 0;
-                        if let Ok(mut idle) = pool.idle.lock() {
-                            idle.push(child);
-                        }
-                    }
-                    Err(e) => {
-                        failures += 1;
-                        tracing::warn!("sandbox pool: {e}");
-                    }
-                }
-                continue;
+    /// A pool for children of `exe`; its zygote starts now and builds while nothing waits.
+    pub fn new(exe: &Path, guards: bool) -> Arc<Pool> {
+        let (tx, rx) = mpsc::channel::<mpsc::Sender<Result<Zygote>>>();
+        let (exe_owned, g) = (exe.to_path_buf(), guards);
+        std::thread::spawn(move || {
+            for answer in rx {
+                let _ = answer.send(Zygote::start(&exe_owned, g));
             }
-            if let Ok(guard) = pool.idle.lock() {
-                let _ = pool.wake.wait_timeout(guard, Duration::from_millis(500));
-            }
-            failures = 0;
+        });
+        let pool = Pool { exe: exe.to_path_buf(), guards, zygote: Mutex::new(None), unusable: AtomicBool::new(false), starter: Mutex::new(tx) };
+        let first = pool.start_zygote();
+        if let Ok(mut z) = pool.zygote.lock() {
+            *z = first.map_err(|e| tracing::warn!("sandbox zygote: {e}")).ok();
         }
+        Arc::new(pool)
     }
 
-    /// A ready child (or a fresh one when none is idle); the pool refills behind it.
+    fn start_zygote(&self) -> Result<Zygote> {
+        let (tx, rx) = mpsc::channel();
+        let gone = || crate::error::Error::Sandbox("the zygote starter is gone".into());
+        self.starter.lock().map_err(|_| gone())?.send(tx).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
+    }
+
+    /// A child forked by the zygote (restarted once if it died), else a freshly started one.
     pub(super) fn take(&self) -> Result<Spawned> {
-        let mut found = None;
-        if let Ok(mut idle) = self.idle.lock() {
-            while let Some(mut s) = idle.pop() {
-                if matches!(s.child.try_wait(), Ok(None)) {
-                    found = Some(s);
-                    break;
-                }
-                let _ = s.child.wait();
+        if self.unusable.load(Ordering::Relaxed) {
+            return spawn(&self.exe, self.guards);
+        }
+        let Ok(mut zygote) = self.zygote.lock() else { return spawn(&self.exe, self.guards) };
+        for attempt in 0..2 {
+            if zygote.is_none() || attempt > 0 {
+                *zygote = None;
+                *zygote = self.start_zygote().map_err(|e| tracing::warn!("sandbox zygote: {e}")).ok();
+            }
+            match zygote.as_ref().map(Zygote::fork) {
+                Some(Ok(child)) => return Ok(child),
+                Some(Err(e)) => tracing::warn!("sandbox zygote: {e}; starting another"),
+                None => break,
+            }
+            if attempt == 1 {
+                tracing::warn!("sandbox zygote: unusable here; runs start a fresh child each");
+                self.unusable.store(true, Ordering::Relaxed);
             }
         }
-        self.wake.notify_one();
-        match found {
-            Some(s) => Ok(s),
-            None => spawn(&self.exe, self.guards),
-        }
+        drop(zygote);
+        spawn(&self.exe, self.guards)
     }
 }
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if let Ok(mut idle) = self.idle.lock() {
-            for mut s in idle.drain(..) {
-                let _ = s.child.kill();
-                let _ = s.child.wait();
-            }
-        }
-    }
-}
-

@@ -3,7 +3,7 @@
 //! limit or when a parent-side limit is exceeded.
 
 use super::protocol::{ChildMsg, Reply, Start};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lifecycle::ErrorKind;
 use crate::externals::{CallError, Host};
 use serde_json::{Map, Value};
@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use super::pool::Pool;
-use super::spawn::{spawn, Spawned};
+use super::spawn::{spawn, Killer, Spawned};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -44,12 +44,13 @@ impl Outcome {
 /// serving its calls with `host`.
 pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
     let limits = host.limits.clone();
-    let Spawned { mut child, mut stdin, stdout, stderr } = match pool {
+    let Spawned { mut proc, mut stdin, stdout, stderr } = match pool {
         Some(p) => p.take()?,
         None => spawn(exe, limits.syntax_layer)?,
     };
     let started = Instant::now();
-    let pid = child.id() as i32;
+    let killer = proc.killer();
+    let dog = killer.clone();
 
     // Watchdog: SIGKILL at the wall-clock limit (the caller's deadline when it set one) unless
     // told the run is over. Host-side work stops at the same instant (`Host::deadline`).
@@ -58,7 +59,7 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
     let timeout = deadline.saturating_duration_since(started);
     let watchdog = std::thread::spawn(move || match stop_rx.recv_timeout(timeout) {
         Err(mpsc::RecvTimeoutError::Timeout) => {
-            kill(pid);
+            dog.kill();
             true
         }
         _ => false,
@@ -83,15 +84,15 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
     let mut outcome = None;
     if write_line(&mut stdin, &serde_json::to_string(&start_msg)?).is_ok() {
         let mut reader = BufReader::new(stdout);
-        outcome = serve(&mut reader, &mut stdin, host, started, pid);
+        outcome = serve(&mut reader, &mut stdin, host, started, &killer);
     }
     drop(stdin);
     let _ = stop_tx.send(());
     let timed_out = watchdog.join().unwrap_or(false);
     if outcome.is_none() || timed_out {
-        kill(pid);
+        killer.kill();
     }
-    let status = child.wait().map_err(|e| Error::Sandbox(format!("wait: {e}")))?;
+    let status = proc.wait()?;
     let stderr_text = stderr_reader.join().unwrap_or_default();
     if timed_out {
         return Ok(Outcome::failed(ErrorKind::Timeout, format!("exceeded timeout_seconds = {}", limits.timeout_seconds), started));
@@ -119,14 +120,8 @@ fn write_line(w: &mut impl Write, line: &str) -> std::io::Result<()> {
     w.flush()
 }
 
-fn kill(pid: i32) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-}
-
 /// Serves calls until the child says it is done. `None` when the child died or misbehaved.
-fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, started: Instant, pid: i32) -> Option<Outcome> {
+fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, started: Instant, killer: &Killer) -> Option<Outcome> {
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -135,13 +130,13 @@ fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, sta
             return None;
         }
         if line.last() != Some(&b'\n') {
-            kill(pid);
+            killer.kill();
             return Some(Outcome::failed(ErrorKind::Limit, "a call from the script exceeded the message size limit", started));
         }
         let msg: ChildMsg = match serde_json::from_slice(&line) {
             Ok(m) => m,
             Err(_) => {
-                kill(pid);
+                killer.kill();
                 return Some(Outcome::failed(ErrorKind::Crash, "the sandbox sent a malformed message", started));
             }
         };
@@ -156,7 +151,7 @@ fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, sta
                     Ok(ok) => Reply::Ok { ok },
                     Err(CallError::Raise { exc, message }) => Reply::Raise { exc: exc.to_string(), message },
                     Err(CallError::Fatal { kind, message }) => {
-                        kill(pid);
+                        killer.kill();
                         return Some(Outcome::failed(kind, message, started));
                     }
                 };

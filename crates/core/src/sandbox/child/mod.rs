@@ -4,6 +4,7 @@
 //! without the standard library or host access and install the externals, modules and guards
 //! (this is what a pre-started pool child has done while it waits); read the [`Start`] line;
 //! lock down (rlimits, heap cap, seccomp); run the script; answer [`ChildMsg::Done`].
+//! A [`zygote`] does the same up to the `Start` line, then forks there once per run.
 
 pub mod alloc;
 pub mod confine;
@@ -11,6 +12,7 @@ mod modules;
 pub mod probe;
 mod seccomp;
 pub mod value;
+pub mod zygote;
 
 use crate::externals::External;
 use crate::lifecycle::ErrorKind;
@@ -18,7 +20,7 @@ use crate::sandbox::protocol::{ChildMsg, Reply, ScriptError, Start};
 use crate::sandbox::script::RESULT_NAME;
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyDictRef, PyTypeRef};
 use rustpython_vm::scope::Scope;
-use rustpython_vm::compiler::Mode;
+use rustpython_vm::compiler::Mode as CompileMode;
 use rustpython_vm::function::FuncArgs;
 use rustpython_vm::{AsObject, PyObjectRef, PyResult, Settings, VirtualMachine};
 use serde_json::{Map, Value};
@@ -60,51 +62,74 @@ fn recv() -> Reply {
     }
 }
 
+/// How `cairn __sandbox` was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One run: read `Start`, run, answer `Done`.
+    Run,
+    /// Confine, probe, report (see [`probe`]).
+    SelfTest,
+    /// Build the interpreter once, then fork a child per run (see [`zygote`]).
+    Zygote,
+}
+
 /// Entry point of `cairn __sandbox`. Returns the process exit code.
 /// `guards` is false only under the test switch of the syntax layer.
-pub fn main(selftest: bool, guards: bool) -> i32 {
-    if selftest {
+pub fn main(mode: Mode, guards: bool) -> i32 {
+    if mode == Mode::SelfTest {
         let report = probe::selftest();
         let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).unwrap_or_default());
         return 0;
     }
-    let mut applied = confine::early();
-    if let Ok(mut g) = REPLIES.lock() {
-        *g = Some(BufReader::new(std::io::stdin()));
-    }
+    let applied = confine::early();
     // Touch stdout once now, so that later protocol writes never allocate its buffer.
     let _ = std::io::stdout().lock().flush();
+    // The interpreter thread ends the process itself once it has answered: in a child forked
+    // by the zygote it is the only thread there is.
     let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
-        let mut settings = Settings::default();
-        settings.import_site = false;
-        settings.install_signal_handlers = false;
-        let interp = modules::imports::interpreter(settings);
-        interp.enter(|vm| {
-            let installed = install(vm, guards);
-            let start: Start = match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
-                Some(s) => s,
-                None => std::process::exit(2),
-            };
-            let _ = INPUTS.set(start.inputs.clone());
-            modules::clock::configure(&start);
-            modules::sys::RECURSION_CAP.store(start.max_recursion as usize, std::sync::atomic::Ordering::Relaxed);
-            confine::lock(&start, &mut applied);
-            match installed {
-                Ok(globals) => run(vm, &start, globals),
-                Err(e) => done_err(ErrorKind::Exception, format!("sandbox setup failed: {}", exception_text(vm, &e))),
-            }
-        })
-    });
-    let done = match worker.map(|h| h.join()) {
-        Ok(Ok(msg)) => msg,
-        Ok(Err(payload)) => {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| interpret(mode == Mode::Zygote, guards, applied))).unwrap_or_else(|payload| {
             let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_default();
             done_err(ErrorKind::Crash, format!("the interpreter crashed: {}", what.chars().take(300).collect::<String>()))
-        }
-        Err(_) => done_err(ErrorKind::Crash, "the interpreter could not start".into()),
-    };
-    send(&done);
+        });
+        send(&done);
+        std::process::exit(0)
+    });
+    if worker.map(|h| h.join()).is_err() {
+        send(&done_err(ErrorKind::Crash, "the interpreter could not start".into()));
+    }
     0
+}
+
+/// Builds the interpreter, installs the externals and guards, (as a zygote: forks here, once
+/// per run), reads the run's [`Start`], locks down and runs the script.
+fn interpret(zygote: bool, guards: bool, mut applied: confine::Applied) -> ChildMsg {
+    let mut settings = Settings::default();
+    settings.import_site = false;
+    settings.install_signal_handlers = false;
+    let interp = modules::imports::interpreter(settings);
+    interp.enter(|vm| {
+        let installed = install(vm, guards);
+        if zygote && zygote::serve() == zygote::SELFTEST {
+            let report = probe::forked(applied.clone());
+            let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).unwrap_or_default());
+            std::process::exit(0);
+        }
+        if let Ok(mut g) = REPLIES.lock() {
+            *g = Some(BufReader::new(std::io::stdin()));
+        }
+        let start: Start = match read_line().and_then(|l| serde_json::from_str(&l).ok()) {
+            Some(s) => s,
+            None => std::process::exit(2),
+        };
+        let _ = INPUTS.set(start.inputs.clone());
+        modules::clock::configure(&start);
+        modules::sys::RECURSION_CAP.store(start.max_recursion as usize, std::sync::atomic::Ordering::Relaxed);
+        confine::lock(&start, &mut applied);
+        match installed {
+            Ok(globals) => run(vm, &start, globals),
+            Err(e) => done_err(ErrorKind::Exception, format!("sandbox setup failed: {}", exception_text(vm, &e))),
+        }
+    })
 }
 
 fn done_err(kind: ErrorKind, message: String) -> ChildMsg {
@@ -119,7 +144,7 @@ fn run(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
 
 fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
     vm.recursion_limit.set(start.max_recursion as usize);
-    let code = match vm.compile(&start.source, Mode::Exec, start.filename.clone()) {
+    let code = match vm.compile(&start.source, CompileMode::Exec, start.filename.clone()) {
         Ok(code) => code,
         Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
     };

@@ -47,7 +47,19 @@ pub fn selftest() -> SelfTest {
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
     let target: Target = serde_json::from_str(&line).unwrap_or_default();
-    let mut applied = confine::early();
+    finish(target, confine::early(), env)
+}
+
+/// The self-test of a child forked by the zygote ([`super::zygote`]): confined early by the
+/// zygote, it reads its target and goes on as [`selftest`].
+pub fn forked(applied: Applied) -> SelfTest {
+    let env: Vec<String> = std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    finish(serde_json::from_str(&line).unwrap_or_default(), applied, env)
+}
+
+fn finish(target: Target, mut applied: Applied, env: Vec<String>) -> SelfTest {
     // The directory listing itself holds one descriptor while it runs.
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
         .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
