@@ -3,10 +3,10 @@
 //! 1 refused or failed, 2 usage.
 
 use cairn_core::command::{self, Command, Output};
-use cairn_core::config;
 use cairn_core::error::{Error, Result};
 use cairn_core::lifecycle::{Priority, Provider, State};
-use cairn_core::project::{Home, Project};
+use cairn_core::project::Project;
+use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 
@@ -182,6 +182,18 @@ pub enum Cmd {
     },
     /// Remove old terminal agents and surplus workspaces.
     Gc,
+    /// Search the project as indexed for a regex (as an agent's `search_content` does).
+    Search {
+        pattern: String,
+        /// Only under this directory.
+        #[arg(default_value = "")]
+        path: String,
+        /// With this agent's proposal on top.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// RPC host for the Neovim plugin (msgpack-RPC on stdin/stdout).
     Nvim,
     #[command(name = "__sandbox", hide = true)]
@@ -204,55 +216,6 @@ fn parse_priority(s: &str) -> std::result::Result<Priority, String> {
 
 fn parse_provider(s: &str) -> std::result::Result<Provider, String> {
     s.parse()
-}
-
-/// Resolves `CAIRN_HOME`: flag, then `$CAIRN_HOME`, then the platform data directory.
-pub fn cairn_home(flag: Option<&Path>) -> PathBuf {
-    if let Some(p) = flag {
-        return p.to_path_buf();
-    }
-    if let Some(p) = std::env::var_os("CAIRN_HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    directories::ProjectDirs::from("", "", "cairn")
-        .map(|d| d.data_dir().to_path_buf())
-        .unwrap_or_else(|| PathBuf::from(".cairn"))
-}
-
-/// Loads the configuration and opens the project the flags point at.
-pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Result<Project> {
-    let root = match project_root {
-        Some(r) => r.to_path_buf(),
-        None => {
-            let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-            match Project::discover(&cwd) {
-                Ok(r) => r,
-                Err(_) if init => cwd,
-                Err(e) => return Err(e),
-            }
-        }
-    };
-    let loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
-    for w in &loaded.warnings {
-        errln!("cairn: warning: {w}");
-        tracing::warn!("{w}");
-    }
-    // The sandbox child is this very binary in `__sandbox` mode.
-    let exe = std::env::current_exe().map_err(|e| Error::io("the cairn executable", e))?;
-    let mut config = loaded.config;
-    if std::env::var_os("CAIRN_TEST_NO_SYNTAX_LAYER").is_some_and(|v| v == "1") {
-        // Test-only: the escape suites run once more without the policy check and guards.
-        config.sandbox.syntax_layer = false;
-    }
-    let mut project = Project::new(&root, Home::new(home), config, exe)?;
-    project.actor = human_actor();
-    Ok(project)
-}
-
-/// `human:<login>` for task provenance (`$USER`, else `$LOGNAME`).
-pub fn human_actor() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_default();
-    if user.is_empty() { "human".to_string() } else { format!("human:{user}") }
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -339,6 +302,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             return Ok(0);
         }
         Cmd::Gc => (Command::Gc, false),
+        Cmd::Search { pattern, path, agent, json } => (Command::Search { pattern, under: path, agent }, json),
         Cmd::Hunks { id, json } => (Command::Hunks { id }, json),
         Cmd::AcceptHunk { id, path, number, force } => {
             let project = open_project(root, home, false)?;
@@ -369,13 +333,6 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         });
     }
     Ok(crate::render::output(&project, &out))
-}
-
-/// The project the flags point at, which must be initialized.
-fn opened(root: Option<&Path>, home: &Path) -> Result<Project> {
-    let project = open_project(root, home, false)?;
-    project.ensure_initialized()?;
-    Ok(project)
 }
 
 /// Hunk `number` (1-based) of `path` in agent `id`'s proposal as it is now.

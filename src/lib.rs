@@ -1,8 +1,9 @@
 //! The edges of Cairn: everything that talks to a user, a terminal, the environment or another
 //! program, over the engine in [`cairn_core`] (which does none of that).
 //!
-//! - [`cli`]: the `cairn` command line (clap), the one place that resolves `CAIRN_HOME`, the
-//!   configuration layers and the project root from the environment; `render` shows outputs;
+//! - [`cli`]: the `cairn` command line (clap); `open` is the one place that resolves
+//!   `CAIRN_HOME`, the configuration layers and the project root from the environment;
+//!   `render` shows outputs;
 //! - [`daemon`]: the loop of a long-running process (`cairn up`, the Neovim host): recovery,
 //!   the watcher, signal files and the worker pool;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
@@ -24,6 +25,7 @@ pub mod task_cli;
 pub mod host;
 pub mod logging;
 pub mod mcp;
+mod open;
 mod render;
 pub mod signals;
 pub mod tmux;

@@ -106,6 +106,12 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
                 }
             }
         }
+        Output::Search { hits } => {
+            for h in hits {
+                outln!("{}:{}:{}", esc(&h.file), h.line, esc(&h.text));
+            }
+            return i32::from(hits.is_empty());
+        }
         Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state),
     }
     0

@@ -161,3 +161,29 @@ fn every_external_is_documented() {
         assert!(section.lines().any(|l| l.starts_with(&format!("{name}("))), "doc/cairn.txt documents no {name}(...) under *cairn-externals*");
     }
 }
+
+/// `cairn search` is `search_content` from the command line: the same engine over the project
+/// as indexed, or over an agent's view with `--agent`. Binary and non-UTF-8 files are skipped,
+/// `$` matches before CRLF, results come in path then line order, agent text is escaped.
+#[test]
+fn cairn_search_sees_what_an_agent_sees() {
+    let f = Fixture::with_files(&[("a/one.txt", "needle 1\r\nhay\nneedle 2\n"), ("b/two.txt", "hay\nthe needle\n"), ("c.txt", "needle\x1b[31m red\n")]);
+    f.write("bin.dat", b"needle\0binary");
+    f.write("latin.txt", b"needle \xe9\n");
+    f.init();
+    let r = f.cairn(&["search", "needle"]).ok();
+    assert_eq!(r.stdout, "a/one.txt:1:needle 1\na/one.txt:3:needle 2\nb/two.txt:2:the needle\nc.txt:1:needle\\x1b[31m red\n");
+    assert_eq!(f.cairn(&["search", r"\d$", "a"]).ok().stdout, "a/one.txt:1:needle 1\na/one.txt:3:needle 2\n");
+    let none = f.cairn(&["search", "absent"]);
+    assert_eq!((none.code, none.stdout.as_str()), (1, ""));
+    let bad = f.cairn(&["search", "(unclosed"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("bad regex"), "{}", bad.stderr);
+    // With an agent: its writes and deletes are what the search sees.
+    let s = f.run_ok("write_file('b/two.txt', 'no more\\n')\nwrite_file('d.txt', 'a needle here\\n')\ndelete_file('c.txt')");
+    let hits = f.cairn(&["search", "needle", "--agent", &s.id, "--json"]).ok().json();
+    let files: Vec<&str> = hits["hits"].as_array().unwrap().iter().map(|h| h["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["a/one.txt", "a/one.txt", "d.txt"]);
+    // The project itself is unchanged by that.
+    assert_eq!(f.cairn(&["search", "needle"]).ok().stdout.lines().count(), 4);
+}

@@ -33,6 +33,10 @@ pub enum Command {
     /// `force` accepts a hunk that conflicts with the user's edits.
     AcceptHunk { id: String, path: String, hunk: review::Hunk, force: bool },
     RejectHunk { id: String, path: String, hunk: review::Hunk },
+    /// Lines matching `pattern` in the project as indexed (under `under`, all when empty),
+    /// with agent `agent`'s proposal on top when given: what that agent's `search_content`
+    /// sees.
+    Search { pattern: String, under: String, agent: Option<String> },
 }
 
 /// One changed path in a status.
@@ -122,6 +126,7 @@ pub enum Output {
     Gc(gc::GcReport),
     Hunks { id: String, files: Vec<review::FileHunks> },
     Hunk(review::HunkReport),
+    Search { hits: Vec<crate::search::Hit> },
 }
 
 /// Builds the status of an agent record.
@@ -243,5 +248,27 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let path = crate::paths::normalize(&path, &project.root)?;
             Ok(Output::Hunk(review::reject_hunk(project, &id, &path, &hunk)?))
         }
+        Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
+    }
+}
+
+/// How long `cairn search` may take before it gives up.
+const SEARCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn search(project: &Project, pattern: &str, under: &str, agent: Option<&str>) -> Result<Output> {
+    let overlay = match agent {
+        Some(prefix) => {
+            let id = resolve(project, prefix)?;
+            project.existing_overlay(&id)?.ok_or(Error::NoProposal(id))?
+        }
+        None => crate::store::overlay::Overlay::empty()?,
+    };
+    let under = if under.is_empty() || under == "." { String::new() } else { crate::paths::normalize(under, &project.root)? };
+    let view = crate::view::View::new(project, &overlay)?;
+    let bounds = crate::search::Bounds { deadline: std::time::Instant::now() + SEARCH_TIMEOUT, max_bytes: u64::MAX };
+    match crate::search::content(&view, pattern, &under, bounds) {
+        Ok((hits, _)) => Ok(Output::Search { hits }),
+        Err(crate::search::SearchError::Store(e)) => Err(e),
+        Err(e) => Err(Error::Usage(e.to_string())),
     }
 }

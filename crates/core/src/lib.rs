@@ -30,6 +30,7 @@ pub mod tasks;
 pub mod watcher;
 pub mod index;
 pub mod view;
+pub mod search;
 pub mod externals;
 pub mod hashline;
 pub mod sandbox;

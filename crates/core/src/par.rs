@@ -7,19 +7,20 @@ use crate::error::{Error, Result};
 /// Maps `f` over `items` on up to `threads` scoped threads; results keep the items' order.
 /// A panicking thread becomes [`Error::Internal`] (`what` names the work).
 pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, what: &str, f: impl Fn(&T) -> R + Sync) -> Result<Vec<R>> {
+    Ok(chunks(items, threads, what, |chunk| chunk.iter().map(&f).collect::<Vec<R>>())?.into_iter().flatten().collect())
+}
+
+/// Maps `f` over up to `threads` contiguous chunks of `items`, one scoped thread each; the
+/// chunks' results come back in order (for work that keeps state across a chunk).
+pub fn chunks<T: Sync, R: Send>(items: &[T], threads: usize, what: &str, f: impl Fn(&[T]) -> R + Sync) -> Result<Vec<R>> {
     let threads = threads.clamp(1, items.len().max(1));
     if threads == 1 {
-        return Ok(items.iter().map(f).collect());
+        return Ok(vec![f(items)]);
     }
     let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> =
-            items.chunks(items.len().div_ceil(threads)).map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>())).collect();
-        let mut out = Vec::with_capacity(items.len());
-        for h in handles {
-            out.extend(h.join().map_err(|_| Error::panicked(what))?);
-        }
-        Ok(out)
+        let handles: Vec<_> = items.chunks(items.len().div_ceil(threads)).map(|chunk| s.spawn(move || f(chunk))).collect();
+        handles.into_iter().map(|h| h.join().map_err(|_| Error::panicked(what))).collect()
     })
 }
 

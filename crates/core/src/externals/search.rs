@@ -1,21 +1,17 @@
 //! The search externals: `search_files` (a glob over the agent's view) and `search_content`
-//! (a linear-time regex over the text files of the view, bounded in time and results).
+//! (a linear-time regex over the text files of the view, bounded in time, bytes and results:
+//! [`crate::search`]).
 
-use super::files::MAX_READ_FILE_BYTES;
-use super::{raise, CallError, Host};
-use crate::store::fsx::Capped;
+use super::{files, raise, CallError, Host};
+use crate::lifecycle::ErrorKind;
+use crate::search::{self, SearchError};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 /// Most results one `search_content` call returns.
-pub const MAX_SEARCH_RESULTS: usize = 10_000;
+pub const MAX_SEARCH_RESULTS: usize = search::MAX_RESULTS;
 /// Time bound of one `search_content` call.
 pub const SEARCH_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Compiled size limits of a `search_content` regex: patterns like `(?:[^Z]+\s*){2000}Z`
-/// are refused at compile time instead of running for minutes.
-pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
-pub const REGEX_DFA_SIZE_LIMIT: usize = 2 << 20;
 
 /// Longest glob `search_files` compiles, in bytes.
 pub const MAX_GLOB_BYTES: usize = 1024;
@@ -64,52 +60,20 @@ impl Host<'_> {
     }
 
     pub(super) fn search_content(&mut self, pattern: &str, under: &str) -> Result<Value, CallError> {
-        let re = regex::RegexBuilder::new(pattern)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
-            .build()
-            .map_err(|e| raise("ValueError", format!("bad regex: {}", shorten_regex_error(&e))))?;
-        let own_deadline = Instant::now() + SEARCH_DEADLINE;
-        let prefix = if under.is_empty() { String::new() } else { format!("{under}/") };
-        let overlaid: std::collections::HashSet<String> = self.overlay().paths()?.into_iter().map(|(p, _)| p).collect();
-        let mut out = Vec::new();
-        for file in self.view.files()? {
-            if !(under.is_empty() || file == under || file.starts_with(&prefix)) {
-                continue;
+        self.check_deadline()?;
+        let own = Instant::now() + SEARCH_DEADLINE;
+        let run = self.deadline.unwrap_or(own);
+        let bounds = search::Bounds { deadline: own.min(run), max_bytes: files::MAX_READ_BYTES.saturating_sub(self.read_bytes) };
+        match search::content(&self.view, pattern, under, bounds) {
+            Ok((hits, read)) => {
+                self.charge_read(read)?;
+                Ok(json!(hits))
             }
-            self.check_deadline()?;
-            let content = if overlaid.contains(&file) { self.view.read_capped(&file, MAX_READ_FILE_BYTES)? } else { self.view.base_capped(&file, MAX_READ_FILE_BYTES)? };
-            let Some(Capped::Content(bytes, _)) = content else { continue };
-            self.charge_read(bytes.len() as u64)?;
-            let Ok(text) = std::str::from_utf8(&bytes) else { continue };
-            if text.contains('\0') {
-                continue;
-            }
-            // Line by line, so that the deadlines are looked at between lines.
-            for (i, line) in text.lines().enumerate() {
-                if i % 64 == 0 {
-                    self.check_deadline()?;
-                    if Instant::now() > own_deadline {
-                        return Err(raise("TimeoutError", format!("search_content exceeded {} s; narrow the path", SEARCH_DEADLINE.as_secs())));
-                    }
-                }
-                if re.is_match(line) {
-                    out.push(json!({ "file": file, "line": i + 1, "text": line }));
-                    if out.len() >= MAX_SEARCH_RESULTS {
-                        return Ok(Value::Array(out));
-                    }
-                }
-            }
+            Err(e @ SearchError::Pattern(_)) => Err(raise("ValueError", e.to_string())),
+            Err(SearchError::Deadline) if own <= run => Err(raise("TimeoutError", format!("search_content exceeded {} s; narrow the path", SEARCH_DEADLINE.as_secs()))),
+            Err(SearchError::Deadline) => self.check_deadline().and(Err(CallError::Fatal { kind: ErrorKind::Timeout, message: format!("exceeded timeout_seconds = {}", self.limits.timeout_seconds) })),
+            Err(SearchError::Budget(_)) => self.charge_read(files::MAX_READ_BYTES + 1).map(|_| Value::Null),
+            Err(SearchError::Store(e)) => Err(e.into()),
         }
-        Ok(Value::Array(out))
-    }
-}
-
-/// The regex crate's size error ends with the useful line.
-fn shorten_regex_error(e: &regex::Error) -> String {
-    let text = e.to_string();
-    match e {
-        regex::Error::CompiledTooBig(_) => format!("the pattern is too complex (compiled size over {REGEX_SIZE_LIMIT} bytes); simplify it"),
-        _ => text,
     }
 }

@@ -80,6 +80,11 @@ impl Overlay {
         Overlay::with(super::open(path, SCHEMA)?)
     }
 
+    /// An empty overlay in memory: the project as indexed, seen through a [`crate::view::View`].
+    pub fn empty() -> Result<Overlay> {
+        Overlay::with(super::open(Path::new(":memory:"), SCHEMA)?)
+    }
+
     /// Opens an overlay that must exist and be whole (an agent past executing has one): an
     /// empty or damaged file is an error naming it, never an empty proposal.
     pub fn open_existing(path: &Path) -> Result<Overlay> {

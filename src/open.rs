@@ -1,0 +1,64 @@
+//! Finding the project from the command line: `CAIRN_HOME`, the project root, the
+//! configuration layers and the acting human, resolved once for every command.
+
+use cairn_core::config;
+use cairn_core::error::{Error, Result};
+use cairn_core::project::{Home, Project};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Resolves `CAIRN_HOME`: flag, then `$CAIRN_HOME`, then the platform data directory.
+pub fn cairn_home(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("CAIRN_HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    directories::ProjectDirs::from("", "", "cairn")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".cairn"))
+}
+
+/// Loads the configuration and opens the project the flags point at.
+pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Result<Project> {
+    let root = match project_root {
+        Some(r) => r.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+            match Project::discover(&cwd) {
+                Ok(r) => r,
+                Err(_) if init => cwd,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
+    for w in &loaded.warnings {
+        let _ = writeln!(std::io::stderr().lock(), "cairn: warning: {w}");
+        tracing::warn!("{w}");
+    }
+    // The sandbox child is this very binary in `__sandbox` mode.
+    let exe = std::env::current_exe().map_err(|e| Error::io("the cairn executable", e))?;
+    let mut config = loaded.config;
+    if std::env::var_os("CAIRN_TEST_NO_SYNTAX_LAYER").is_some_and(|v| v == "1") {
+        // Test-only: the escape suites run once more without the policy check and guards.
+        config.sandbox.syntax_layer = false;
+    }
+    let mut project = Project::new(&root, Home::new(home), config, exe)?;
+    project.actor = human_actor();
+    Ok(project)
+}
+
+/// `human:<login>` for task provenance (`$USER`, else `$LOGNAME`).
+pub fn human_actor() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_default();
+    if user.is_empty() { "human".to_string() } else { format!("human:{user}") }
+}
+
+/// The project the flags point at, which must be initialized.
+pub fn opened(root: Option<&Path>, home: &Path) -> Result<Project> {
+    let project = open_project(root, home, false)?;
+    project.ensure_initialized()?;
+    Ok(project)
+}
