@@ -88,6 +88,12 @@ fn not_a_directory(project: &Project, rel: &str, dir: &str, symlink: bool) -> Er
     Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("its parent {dir} is {what}")))
 }
 
+/// Threads an accept of `n` files reads and writes on: the work is bound by fsync latency,
+/// so a few threads overlap it (the bench's bare reference uses the same number).
+pub fn write_threads(n: usize) -> usize {
+    crate::par::threads_for(n, 16, 4)
+}
+
 /// Accepts agent `id`: applies its change, rebased onto the project as it is now, to the
 /// working tree and `stable.db`. Conflicts with the user's edits refuse it unless `force`,
 /// which takes the agent's side there (the overwritten content is journaled for undo).
@@ -125,7 +131,7 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
     }
     // Everything that can be checked is checked before the first write; the files are read
     // and hashed again on a few threads (I/O-bound) for the journal.
-    let threads = crate::par::threads_for(changed.len(), 16, 4);
+    let threads = write_threads(changed.len());
     let currents = crate::par::map(&changed, threads, "accept (reading)", |c| {
         check_writable(project, &c.path)?;
         current(project, &c.path)
@@ -232,7 +238,7 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
     // work is bound by fsync latency); only when all are ready does anything change in place.
     // An ordinary error up to here (a full disk, a read-only directory) leaves the project as
     // it was, and a fresh accept is abandoned: the agent stays reviewable.
-    let threads = crate::par::threads_for(work.len(), 16, 4);
+    let threads = write_threads(work.len());
     let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, content)| prepare_one(project, j, content.as_deref(), resume))
         .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
     let prepared = match prepared {

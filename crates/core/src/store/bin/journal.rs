@@ -13,8 +13,14 @@ impl Bin {
     /// after checking the agent is still reviewing. The commit is fsynced: the journal must be
     /// on disk before the first project file changes.
     pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
+        self.durably(|bin| bin.write_journal(id, entries))
+    }
+
+    /// Runs `f` with `synchronous=FULL`: its commit is on disk (the WAL fsynced) when it
+    /// returns, not only safe from a process crash.
+    fn durably<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.conn.pragma_update(None, "synchronous", "FULL")?;
-        let result = self.write_journal(id, entries);
+        let result = f(self);
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         result
     }
@@ -86,10 +92,14 @@ impl Bin {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Completes a pending accept: accepted, pending cleared, event appended. Should power
-    /// fail before this commit reaches the disk, the accept is still pending and the next
-    /// `accept` re-verifies every file from the journal and finishes it.
+    /// Completes a pending accept: accepted, pending cleared, event appended, on disk when it
+    /// returns. Should power fail before, the accept is still pending and the next `accept`
+    /// re-verifies every file from the journal and finishes it.
     pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
+        self.durably(|bin| bin.write_finish(id, message))
+    }
+
+    fn write_finish(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
         apply_transition(&tx, id, State::Accepted, &TransitionExtra { message: Some(message), ..Default::default() })?;

@@ -1,0 +1,100 @@
+//! Rows about review: accept (against a bare writer with the same parallelism and the same
+//! durability) and the host's ghost-text computation.
+
+use crate::fixture::path_of;
+use crate::stats::{sample, time, Row, Stat};
+use crate::{done, Ctx};
+use cairn::command::{self, Command, Output};
+use rusqlite::Connection;
+use std::io::Write;
+use std::path::PathBuf;
+
+pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
+    accept(c, rows);
+    ghost(c, rows);
+}
+
+/// What accept does, done bare: every file written under a temporary name and fsynced, then
+/// renamed in place and its directory fsynced (both on accept's threads), then one fsynced
+/// SQLite commit recording the new hashes.
+fn bare_write(items: &[(PathBuf, Vec<u8>)], threads: usize, db: &mut Connection) {
+    let tmps = cairn::par::map(items, threads, "bare", |(path, data)| {
+        let tmp = path.with_extension("bench-tmp");
+        let mut f = std::fs::File::create(&tmp).expect("create");
+        f.write_all(data).expect("write");
+        f.sync_all().expect("fsync");
+        tmp
+    })
+    .expect("bare write");
+    let pairs: Vec<(&PathBuf, PathBuf)> = items.iter().map(|(p, _)| p).zip(tmps).collect();
+    cairn::par::map(&pairs, threads, "bare", |(path, tmp)| {
+        std::fs::rename(tmp, path).expect("rename");
+        std::fs::File::open(path.parent().expect("parent")).and_then(|d| d.sync_all()).expect("fsync dir");
+    })
+    .expect("bare rename");
+    let tx = db.transaction().expect("tx");
+    for (path, data) in items {
+        tx.execute("INSERT OR REPLACE INTO files(path, hash) VALUES (?1, ?2)", (path.to_string_lossy(), cairn::store::hash_bytes(data).to_vec())).expect("insert");
+    }
+    tx.commit().expect("commit");
+}
+
+fn accept(c: &Ctx, rows: &mut Vec<Row>) {
+    let stride = c.files / 100;
+    let targets: Vec<String> = (0..100).map(|i| path_of(i * stride + 3)).collect();
+    let threads = cairn::review::accept::write_threads(targets.len());
+    let mut db = Connection::open(c.work.join("bare.db")).expect("bare db");
+    db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, hash BLOB);").expect("bare schema");
+    let list = format!("{targets:?}");
+    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+    for round in 0..c.runs {
+        let id = c.run_inline(&format!("for p in {list}:\n    write_file(p, read_file(p) + '# round {round}\\n')\n"));
+        let (t, out) = time(|| command::execute(&c.p, Command::Accept { id, force: false }).expect("accept"));
+        assert!(matches!(out, Output::Accepted(ref r) if r.written.len() == 100));
+        ours.push(t);
+        let items: Vec<(PathBuf, Vec<u8>)> = targets
+            .iter()
+            .map(|rel| {
+                let path = c.root.join(rel);
+                let mut data = std::fs::read(&path).expect("read");
+                data.extend_from_slice(format!("# bare {round}\n").as_bytes());
+                (path, data)
+            })
+            .collect();
+        bare.push(time(|| bare_write(&items, threads, &mut db)).0);
+        cairn::sync::refresh(&c.p, &targets).expect("refresh");
+    }
+    done(
+        rows,
+        Row::new("accept100", format!("accept 100 files (durable: files and directories fsynced, journal and state commits fsynced; {threads} threads)"), Stat::ms(&ours), "≤ 1.3× bare")
+            .vs(format!("bare: same files, {threads} threads, fsyncs, one fsynced commit"), Stat::ms(&bare)),
+    );
+    let mut round = 0;
+    let one = sample(c.runs, || {
+        round += 1;
+        let id = c.run_inline(&format!("write_file('{}', 'one {round}')", path_of(5)));
+        time(|| command::execute(&c.p, Command::Accept { id, force: false }).expect("accept")).0
+    });
+    done(rows, Row::new("accept1", "accept 1 file", one, "< 10 ms"));
+}
+
+/// The hunks of a 1,000-line file with 50 changed lines, as the host computes them for one
+/// push (diff and payload). The Neovim side (round trip, render): the host rows.
+fn ghost(c: &Ctx, rows: &mut Vec<Row>) {
+    let lines: Vec<String> = (0..1000).map(|i| format!("line {i} of the ghost bench")).collect();
+    std::fs::write(c.root.join("ghost.txt"), lines.join("\n") + "\n").expect("write");
+    cairn::sync::refresh(&c.p, &["ghost.txt".to_string()]).expect("refresh");
+    let id = c.run_inline("t = read_file('ghost.txt').split('\\n')\nfor i in range(0, 1000, 20):\n    t[i] = t[i] + ' changed'\nwrite_file('ghost.txt', '\\n'.join(t))\n");
+    let v = sample(c.runs * 3, || {
+        let (t, n) = time(|| match command::execute(&c.p, Command::Hunks { id: id.clone() }).expect("hunks") {
+            Output::Hunks { files, .. } => {
+                assert_eq!(files.iter().map(|f| f.hunks.len()).sum::<usize>(), 50);
+                serde_json::to_vec(&files).expect("payload").len()
+            }
+            _ => 0,
+        });
+        assert!(n > 0);
+        t
+    });
+    done(rows, Row::new("ghost_host", "ghost text, 1,000 lines / 50 hunks (host: diff + payload)", v, "< 5 ms"));
+}

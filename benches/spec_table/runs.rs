@@ -1,0 +1,145 @@
+//! Rows about runs: a trivial agent from queue to `reviewing` on every path a user takes
+//! (in-process as `cairn up` and the host run it, `cairn run`, `cairn queue` with `cairn up`
+//! serving, an MCP session), importing the whole library, and reject.
+
+use crate::stats::{peak_rss_mb, sample, time, Row, Stat};
+use crate::{done, Ctx};
+use cairn::command::{self, Command};
+use cairn::lifecycle::{Priority, Provider};
+use cairn::sandbox::pool::Pool;
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const TRIVIAL: &str = "x = 1";
+
+/// Queue, claim and run to `reviewing` in this process, the child forked by the pool's zygote.
+fn pooled(c: &Ctx, pool: &Pool, code: &str) -> String {
+    cairn::orchestrator::queue(&c.p, code, Some(Provider::Inline), Priority::Normal).expect("queue");
+    let rec = cairn::orchestrator::run_next(&c.p, Some(pool)).expect("run").expect("claimed");
+    assert_eq!(rec.state.as_str(), "reviewing", "{:?}", rec.error);
+    rec.id
+}
+
+pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
+    let mut ids = Vec::new();
+    let pool = Pool::new(&c.p.exe, true);
+    // The zygote's first build is not a steady state: one run first, untimed.
+    ids.push(pooled(c, &pool, TRIVIAL));
+    let v = sample(c.runs * 3, || {
+        let (t, id) = time(|| pooled(c, &pool, TRIVIAL));
+        ids.push(id);
+        t
+    });
+    done(rows, Row::new("run_inproc", "queue → reviewing, in-process (a worker of `cairn up`/the host; child forked by the zygote), back to back", v, "< 10 ms"));
+    let v = sample(c.runs, || {
+        let (t, id) = time(|| c.run_inline(TRIVIAL));
+        ids.push(id);
+        t
+    });
+    done(rows, Row::new("run_cold", "queue → reviewing, in-process, a fresh child instead (no zygote)", v, ""));
+    import_all(c, &pool, rows, &mut ids);
+    drop(pool);
+
+    std::fs::write(c.root.join("trivial.pym"), format!("{TRIVIAL}\n")).expect("write");
+    cairn::sync::init(&c.p).expect("index");
+    let v = sample(c.runs, || {
+        let (t, out) = time(|| c.cairn().args(["run", "trivial.pym"]).output().expect("cairn run"));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        ids.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        t
+    });
+    done(rows, Row::new("run_cli", "queue → reviewing via `cairn run` (no watcher: re-index, start a zygote)", v, "< 150 ms"));
+    via_up(c, rows, &mut ids);
+    via_mcp(c, rows);
+
+    let v: Vec<Duration> = ids.iter().map(|id| time(|| command::execute(&c.p, Command::Reject { id: id.clone() }).expect("reject")).0).collect();
+    done(rows, Row::new("reject", "reject", Stat::ms(&v), "< 5 ms"));
+}
+
+/// Every module a script may import, in one script, timed inside the child.
+fn import_all(c: &Ctx, pool: &Pool, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
+    let every = cairn::sandbox::stdlib::PUBLIC.iter().filter(|m| **m != "grail").copied().collect::<Vec<_>>().join(", ");
+    let script = format!("import time\nt0 = time.perf_counter()\nimport {every}\n(time.perf_counter() - t0) * 1000\n");
+    let mut v = Vec::new();
+    for _ in 0..c.runs {
+        let id = pooled(c, pool, &script);
+        let millis = c.p.bin().expect("bin").get(&id).expect("record").result.and_then(|r| r.as_f64()).expect("a duration");
+        v.push(Duration::from_secs_f64(millis / 1000.0));
+        ids.push(id);
+    }
+    done(rows, Row::new("import_all", "import every library module (timed in the child)", Stat::ms(&v), "< 150 ms"));
+}
+
+/// `cairn queue` with `cairn up` serving: wall clock from starting `cairn queue` to the
+/// `reviewing` state in bin.db; then `cairn up`'s peak memory.
+fn via_up(c: &Ctx, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
+    let mut up = c.cairn().arg("up").stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("cairn up");
+    let bin = c.p.bin().expect("bin");
+    let once = || {
+        let t = Instant::now();
+        let out = c.cairn().args(["queue", "trivial.pym"]).output().expect("cairn queue");
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while bin.get(&id).map(|r| r.state.as_str() != "reviewing").unwrap_or(true) {
+            assert!(Instant::now() < deadline, "agent {id} never reached reviewing");
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        (t.elapsed(), id)
+    };
+    // Serving once the first agent went through (it waited for the start-up re-index).
+    ids.push(once().1);
+    let v = sample(c.runs, || {
+        let (t, id) = once();
+        ids.push(id);
+        t
+    });
+    done(rows, Row::new("run_up", "queue → reviewing via `cairn queue` with `cairn up` serving (wall clock)", v, "< 50 ms"));
+    let rss = peak_rss_mb(up.id()).expect("VmHWM");
+    if let Some(pid) = rustix::process::Pid::from_raw(up.id() as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    let _ = up.wait();
+    done(rows, Row::new("rss_up", "peak RSS of `cairn up` (watcher on, after these runs)", Stat::mb(rss), "< 200 MB at 100k"));
+}
+
+/// A trivial MCP session (begin, finish: `reviewing` when the reply arrives) over `cairn mcp`'s
+/// stdio, in plain JSON-RPC lines.
+fn via_mcp(c: &Ctx, rows: &mut Vec<Row>) {
+    let mut server = c.cairn().args(["mcp", "--actor", "agent:bench"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("cairn mcp");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let mut next_id = 0;
+    let mut rpc = |method: &str, params: serde_json::Value| -> serde_json::Value {
+        next_id += 1;
+        writeln!(stdin, "{}", serde_json::json!({ "jsonrpc": "2.0", "id": next_id, "method": method, "params": params })).expect("send");
+        loop {
+            let v: serde_json::Value = serde_json::from_str(&lines.next().expect("reply").expect("read")).expect("json");
+            if v["id"] == next_id {
+                return v;
+            }
+        }
+    };
+    rpc("initialize", serde_json::json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "1" } }));
+    let mut tool = |name: &str, args: serde_json::Value| -> serde_json::Value {
+        let r = rpc("tools/call", serde_json::json!({ "name": name, "arguments": args }));
+        serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{name}: {r}"))).expect("json")
+    };
+    let mut round = 0;
+    let mut v = Vec::new();
+    for _ in 0..=c.runs {
+        round += 1;
+        let task = tool("task_create", serde_json::json!({ "title": format!("bench {round}") }));
+        let (t, s) = time(|| {
+            let s = tool("session_begin", serde_json::json!({ "task": task["id"], "idempotency_key": format!("bench-{round}-{}", task["id"]) }));
+            tool("session_finish", serde_json::json!({ "session": s["id"], "summary": "nothing" }));
+            s
+        });
+        assert_eq!(c.p.bin().expect("bin").get(s["agent"].as_str().expect("agent")).expect("record").state.as_str(), "reviewing");
+        v.push(t);
+    }
+    v.remove(0);
+    let _ = server.kill();
+    let _ = server.wait();
+    done(rows, Row::new("run_mcp", "session_begin → session_finish → reviewing via `cairn mcp` (JSON-RPC on stdio)", Stat::ms(&v), "< 50 ms"));
+}
