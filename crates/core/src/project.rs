@@ -143,7 +143,8 @@ impl Project {
     }
     /// Opens (creating) the overlay of agent `id`.
     pub fn overlay(&self, id: &str) -> Result<Overlay> {
-        Overlay::open(&self.overlay_path(id))
+        let template = self.agentfs().join(format!("overlay-v{}.template", crate::store::SCHEMA_VERSION));
+        Overlay::create(&self.overlay_path(id), &template)
     }
     /// `<root>/.agentfs/bin/agent-<id>.db`: where a decided agent's overlay is kept until GC.
     pub fn archived_overlay_path(&self, id: &str) -> PathBuf {

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use super::pool::Pool;
-use super::spawn::{spawn, Killer, Spawned};
+use super::spawn::{spawn, Killer, Proc, Spawned};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -91,6 +91,12 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
     let timed_out = watchdog.join().unwrap_or(false);
     if outcome.is_none() || timed_out {
         killer.kill();
+    }
+    if let (Some(done), false, Proc::Forked { .. }) = (&outcome, timed_out, &proc) {
+        // A finished run needs nothing more from its child: a forked one is ended now and
+        // reaped by the zygote (the stderr drain ends with it), without waiting for either.
+        killer.kill();
+        return Ok(done.clone());
     }
     let status = proc.wait()?;
     let stderr_text = stderr_reader.join().unwrap_or_default();

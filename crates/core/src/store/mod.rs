@@ -53,7 +53,7 @@ impl Kind {
 
 /// Version of every schema below; a database with another `user_version` gets the schema
 /// (re)applied on open. Opening a current database costs no DDL.
-const SCHEMA_VERSION: i32 = 4;
+pub(crate) const SCHEMA_VERSION: i32 = 4;
 
 /// Opens (creating if needed) a database with the settings every cairn database uses: WAL, so
 /// readers never block the writer; a busy timeout, so several cairn processes can share it;
@@ -64,6 +64,12 @@ pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
     let conn = Connection::open(path).map_err(named)?;
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(named)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
+    // Closing the last connection neither checkpoints nor deletes the WAL: cairn processes
+    // open and close these databases many times a second, and each close would cost fsyncs
+    // and the WAL's re-creation. Writers still checkpoint as the WAL grows (every 1,000 pages).
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(named)?;
+    // A WAL left behind stays small: each checkpoint truncates it to 1 MiB at most.
+    conn.pragma_update(None, "journal_size_limit", 1 << 20).map_err(named)?;
     // Reading the header page finds a truncated or foreign file here, not halfway through.
     let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(named)?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(named)?;
@@ -72,7 +78,26 @@ pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
         // One transaction for the whole schema: one commit, not one per table.
         conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")).map_err(named)?;
     }
+    keep_open(path);
     Ok(conn)
+}
+
+/// The project databases this process keeps one idle connection to, for its whole life.
+/// While any connection is open, SQLite keeps the WAL's index in shared memory; when the last
+/// one closes, the next open rebuilds it by reading the whole WAL (up to 1,000 pages), and
+/// cairn opens `bin.db` and `stable.db` several times per agent.
+static KEPT: std::sync::Mutex<Vec<(std::path::PathBuf, Connection)>> = std::sync::Mutex::new(Vec::new());
+
+fn keep_open(path: &Path) {
+    let long_lived = path.file_name().is_some_and(|n| n == "bin.db" || n == "stable.db");
+    let Ok(mut kept) = KEPT.lock() else { return };
+    if !long_lived || kept.iter().any(|(p, _)| p == path) {
+        return;
+    }
+    if let Ok(conn) = Connection::open(path) {
+        let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+        kept.push((path.to_path_buf(), conn));
+    }
 }
 
 /// Opens a database that must already exist with table `table` (never creates one: an empty
