@@ -39,6 +39,11 @@ fn bare_write(items: &[(PathBuf, Vec<u8>)], threads: usize, db: &mut Connection)
     tx.commit().expect("commit");
 }
 
+/// `sync`: every dirty page of the machine written out.
+fn flush() {
+    let _ = std::process::Command::new("sync").status();
+}
+
 fn accept(c: &Ctx, rows: &mut Vec<Row>) {
     let stride = c.files / 100;
     let targets: Vec<String> = (0..100).map(|i| path_of(i * stride + 3)).collect();
@@ -49,6 +54,9 @@ fn accept(c: &Ctx, rows: &mut Vec<Row>) {
     let (mut ours, mut bare) = (Vec::new(), Vec::new());
     for round in 0..c.runs {
         let id = c.run_inline(&format!("for p in {list}:\n    write_file(p, read_file(p) + '# round {round}\\n')\n"));
+        // Both sides start from a clean page cache (untimed): the run's own unflushed writes
+        // would otherwise land on whichever side fsyncs first.
+        flush();
         let (t, out) = time(|| command::execute(&c.p, Command::Accept { id, force: false }).expect("accept"));
         assert!(matches!(out, Output::Accepted(ref r) if r.written.len() == 100));
         ours.push(t);
@@ -61,6 +69,7 @@ fn accept(c: &Ctx, rows: &mut Vec<Row>) {
                 (path, data)
             })
             .collect();
+        flush();
         bare.push(time(|| bare_write(&items, threads, &mut db)).0);
         cairn::sync::refresh(&c.p, &targets).expect("refresh");
     }
@@ -73,6 +82,7 @@ fn accept(c: &Ctx, rows: &mut Vec<Row>) {
     let one = sample(c.runs, || {
         round += 1;
         let id = c.run_inline(&format!("write_file('{}', 'one {round}')", path_of(5)));
+        flush();
         time(|| command::execute(&c.p, Command::Accept { id, force: false }).expect("accept")).0
     });
     done(rows, Row::new("accept1", "accept 1 file", one, "< 10 ms"));

@@ -189,8 +189,12 @@ pub fn prepare(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<Prep
     )
     .map_err(|e| err(root, rel, e))?;
     let prepared = Prepared { root: root.to_path_buf(), dir: dir.to_string(), tmp, name: name.to_string(), committed: false };
-    // The umask may have narrowed the mode; set it exactly.
-    rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
+    // The umask may have narrowed the mode (or it has bits open() ignores): set it exactly,
+    // only then (a needless chmod is one more metadata change for the fsync to commit).
+    let st = rfs::fstat(&fd).map_err(|e| err(root, rel, e))?;
+    if st.st_mode & 0o7777 != mode & 0o7777 {
+        rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
+    }
     let mut file = File::from(fd);
     file.write_all(content).and_then(|_| file.sync_all()).map_err(|e| Error::io(root.join(rel), e))?;
     Ok(prepared)

@@ -96,7 +96,10 @@ fn keep_open(path: &Path) {
     }
     if let Ok(conn) = Connection::open(path) {
         let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
-        kept.push((path.to_path_buf(), conn));
+        // A first read maps the WAL index (SQLite opens it lazily); it stays mapped after.
+        if conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).is_ok() {
+            kept.push((path.to_path_buf(), conn));
+        }
     }
 }
 
