@@ -41,7 +41,7 @@ pub fn collect(project: &Project) -> Result<GcReport> {
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().to_str()?.to_string();
-                let manifest = project.home.state().join(format!("workspace-{name}.json"));
+                let manifest = project.home.state().join(format!("workspace-{name}.manifest"));
                 let t = std::fs::metadata(&manifest).or_else(|_| e.metadata()).ok()?.modified().ok()?;
                 Some((t, name))
             })

@@ -67,6 +67,10 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
     Ok(Some(e))
 }
 
+/// Changes in one batch past which the WAL is folded back at once
+/// (see [`crate::store::stable::Stable::checkpoint`]).
+const CHECKPOINT_AFTER: u64 = 1000;
+
 /// Creates `.agentfs/` and indexes the whole project into `stable.db`, honouring `.gitignore`
 /// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
 pub fn init(project: &Project) -> Result<InitReport> {
@@ -82,6 +86,7 @@ pub fn init(project: &Project) -> Result<InitReport> {
 
     let mut report = InitReport::default();
     let w = stable.writer()?;
+    let mut written = 0u64;
     let mut seen = std::collections::HashSet::new();
     for e in entries {
         let Some(e) = e? else { continue };
@@ -95,6 +100,7 @@ pub fn init(project: &Project) -> Result<InitReport> {
                 report.hashed += 1;
             }
             w.upsert(&e)?;
+            written += 1;
         }
         seen.insert(e.path);
     }
@@ -105,6 +111,9 @@ pub fn init(project: &Project) -> Result<InitReport> {
         }
     }
     w.commit()?;
+    if written + report.removed > CHECKPOINT_AFTER {
+        stable.checkpoint()?;
+    }
     Ok(report)
 }
 

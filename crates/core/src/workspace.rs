@@ -8,9 +8,9 @@
 
 use crate::error::{Error, Result};
 use crate::project::Project;
-use crate::store::{hash_bytes, Kind};
+use crate::store::{hash_bytes, Hash, Kind};
 use crate::view::View;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -24,13 +24,43 @@ pub struct Materialized {
     pub unchanged: usize,
 }
 
-#[derive(Default, Serialize, Deserialize)]
+/// What a workspace directory holds: path → (content hash, mode). Stored compactly
+/// (`len path hash mode` records), since it is read and written whole on every preview.
+#[derive(Default)]
 struct Manifest {
-    files: BTreeMap<String, (String, u32)>,
+    files: BTreeMap<String, (Hash, u32)>,
+}
+
+impl Manifest {
+    fn read(path: &Path) -> Manifest {
+        let Ok(bytes) = std::fs::read(path) else { return Manifest::default() };
+        let mut files = BTreeMap::new();
+        let mut rest = bytes.as_slice();
+        while rest.len() >= 4 {
+            let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let Some(record) = rest.get(4..4 + n + 36) else { return Manifest::default() };
+            let (name, tail) = record.split_at(n);
+            let (Ok(name), Ok(hash), Ok(mode)) = (std::str::from_utf8(name), Hash::try_from(&tail[..32]), <[u8; 4]>::try_from(&tail[32..])) else { return Manifest::default() };
+            files.insert(name.to_string(), (hash, u32::from_le_bytes(mode)));
+            rest = &rest[4 + n + 36..];
+        }
+        Manifest { files }
+    }
+
+    fn write(&self, path: &Path) -> Result<()> {
+        let mut out = Vec::with_capacity(self.files.len() * 96);
+        for (name, (hash, mode)) in &self.files {
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(hash);
+            out.extend_from_slice(&mode.to_le_bytes());
+        }
+        std::fs::write(path, out).map_err(|e| Error::io(path, e))
+    }
 }
 
 fn manifest_path(project: &Project, id: &str) -> PathBuf {
-    project.home.state().join(format!("workspace-{id}.json"))
+    project.home.state().join(format!("workspace-{id}.manifest"))
 }
 
 enum Source {
@@ -48,17 +78,17 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
     let mpath = manifest_path(project, id);
     // The manifest says what the directory holds; without one (first run, or lost), every
     // file is written.
-    let old: Manifest = std::fs::read(&mpath).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let old = Manifest::read(&mpath);
 
     let overlay = project
         .existing_overlay(id)?
         .ok_or_else(|| Error::NoProposal(id.to_string()))?;
     let view = View::new(project, &overlay)?;
-    let mut desired: BTreeMap<String, (String, u32, Source)> = BTreeMap::new();
+    let mut desired: BTreeMap<String, (Hash, u32, Source)> = BTreeMap::new();
     for e in view.stable.all()? {
         if e.kind == Kind::File {
             if let Some(h) = e.hash {
-                desired.insert(e.path, (hex::encode(h), e.mode, Source::Project));
+                desired.insert(e.path, (h, e.mode, Source::Project));
             }
         }
     }
@@ -66,12 +96,12 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
         if whiteout {
             desired.remove(&path);
         } else if let Some(Some((content, mode))) = overlay.get(&path)? {
-            desired.insert(path, (hex::encode(hash_bytes(&content)), mode, Source::Bytes(content)));
+            desired.insert(path, (hash_bytes(&content), mode, Source::Bytes(content)));
         }
     }
 
     let mut report = Materialized { path: dir.clone(), written: 0, removed: 0, unchanged: 0 };
-    let mut todo: Vec<(&String, &(String, u32, Source))> = Vec::new();
+    let mut todo: Vec<(&String, &(Hash, u32, Source))> = Vec::new();
     for (path, entry) in &desired {
         if old.files.get(path).is_some_and(|(h, m)| *h == entry.0 && *m == entry.1) {
             report.unchanged += 1;
@@ -90,8 +120,7 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
     written.into_iter().collect::<Result<()>>()?;
 
     if report.written > 0 || report.removed > 0 || old.files.is_empty() {
-        let manifest = Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() };
-        std::fs::write(&mpath, serde_json::to_vec(&manifest)?).map_err(|e| Error::io(&mpath, e))?;
+        Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() }.write(&mpath)?;
     }
     let previews = project.home.previews();
     std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;

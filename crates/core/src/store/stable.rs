@@ -81,6 +81,13 @@ impl Stable {
     }
 
     /// Starts a write transaction; the writer batches any number of changes into one commit.
+    /// Folds the WAL into the database and truncates it. After a large batch (an init) the WAL
+    /// holds megabytes that every later commit would otherwise copy in auto-checkpoints.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     pub fn writer(&mut self) -> Result<Writer<'_>> {
         Ok(Writer { tx: self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)? })
     }
