@@ -47,7 +47,7 @@ fn flush() {
 fn accept(c: &Ctx, rows: &mut Vec<Row>) {
     let stride = c.files / 100;
     let targets: Vec<String> = (0..100).map(|i| path_of(i * stride + 3)).collect();
-    let threads = cairn::review::accept::write_threads(targets.len());
+    let threads = cairn::par::io_threads(targets.len());
     let mut db = Connection::open(c.work.join("bare.db")).expect("bare db");
     db.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, hash BLOB);").expect("bare schema");
     let list = format!("{targets:?}");

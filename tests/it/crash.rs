@@ -79,7 +79,7 @@ fn sigkill_during_accept_at_many_instants() {
 fn a_rerun_after_a_kill_starts_from_a_clean_overlay() {
     let f = Fixture::with_files(&[("log.txt", "start\n")]);
     f.home_config("[orchestrator]\npoll_interval_ms = 20\nmax_concurrent_agents = 4\n");
-    let code = "for i in range(3):\n    write_file('log.txt', read_file('log.txt') + 'line %d\\n' % i)\n    write_file('f%d.txt' % i, 'x')\nn = 0\nwhile n < 200000:\n    n += 1\n";
+    let code = "for i in range(3):\n    write_file('log.txt', read_file('log.txt') + 'line %d\\n' % i)\n    write_file('f%d.txt' % i, 'x')\nn = 0\nwhile n < 3000000:\n    n += 1\n";
     let mut ids = Vec::new();
     for round in 0..25u64 {
         let mut child = f.cmd().args(["run", "--provider", "inline", code]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();

@@ -24,6 +24,12 @@ pub fn chunks<T: Sync, R: Send>(items: &[T], threads: usize, what: &str, f: impl
     })
 }
 
+/// Threads for `n` I/O-bound items (files read, written and fsynced by accept and review):
+/// a few overlap the latency. The bench's bare reference for accept uses the same number.
+pub fn io_threads(n: usize) -> usize {
+    threads_for(n, 16, 4)
+}
+
 /// Threads for `n` items when each thread should get at least `per_thread` of them, at most
 /// `max` threads.
 pub fn threads_for(n: usize, per_thread: usize, max: usize) -> usize {

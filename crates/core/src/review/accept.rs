@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
-use crate::store::bin::{AgentRecord, Bin, JournalEntry, TransitionExtra};
+use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync, TransitionExtra};
 use crate::store::overlay::Overlay;
 use crate::store::{fsx, hash_bytes, Hash};
 use serde::Serialize;
@@ -88,12 +88,6 @@ fn not_a_directory(project: &Project, rel: &str, dir: &str, symlink: bool) -> Er
     Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("its parent {dir} is {what}")))
 }
 
-/// Threads an accept of `n` files reads and writes on: the work is bound by fsync latency,
-/// so a few threads overlap it (the bench's bare reference uses the same number).
-pub fn write_threads(n: usize) -> usize {
-    crate::par::threads_for(n, 16, 4)
-}
-
 /// Accepts agent `id`: applies its change, rebased onto the project as it is now, to the
 /// working tree and `stable.db`. Conflicts with the user's edits refuse it unless `force`,
 /// which takes the agent's side there (the overwritten content is journaled for undo).
@@ -131,13 +125,14 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
     }
     // Everything that can be checked is checked before the first write; the files are read
     // and hashed again on a few threads (I/O-bound) for the journal.
-    let threads = write_threads(changed.len());
+    let threads = crate::par::io_threads(changed.len());
     let currents = crate::par::map(&changed, threads, "accept (reading)", |c| {
         check_writable(project, &c.path)?;
         current(project, &c.path)
     })?;
     let mut journal = Vec::with_capacity(changed.len());
-    for (c, cur) in changed.iter().zip(currents) {
+    let mut contents = Vec::with_capacity(changed.len());
+    for (c, cur) in changed.into_iter().zip(currents) {
         let cur = cur?;
         if cur.as_ref().map(|x| &x.2) != c.old.as_ref() {
             // Edited between the merge and now (an editor saving): merge again rather than lose it.
@@ -146,8 +141,8 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         let new = c.new.as_ref().map(|bytes| (hash_bytes(bytes), c.new_mode.unwrap_or(0o644) & 0o777));
         // The overlay holds exactly what lands (the rebased change), so a resumed accept
         // writes the same bytes.
-        if let (Some(bytes), Some((_, mode))) = (&c.new, new) {
-            if overlay.get(&c.path)?.flatten().map(|(b, _)| b) != Some(bytes.clone()) {
+        if let (Some(bytes), Some((_, mode)), true) = (&c.new, new, c.rebased) {
+            if overlay.get(&c.path)?.flatten().map(|(b, _)| b).as_ref() != Some(bytes) {
                 overlay.write(&c.path, bytes, mode)?;
             }
         }
@@ -155,10 +150,11 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
             Some((h, m, bytes)) => (Some((h, m)), Some(bytes)),
             None => (None, None),
         };
-        journal.push(JournalEntry { path: c.path.clone(), old, old_content, new });
+        journal.push(JournalEntry { path: c.path, old, old_content, new });
+        contents.push(c.new);
     }
-    bin.begin_accept(id, &journal)?;
-    let mut report = apply(project, overlay, &journal, &mut bin, id, false)?;
+    let sync = bin.begin_accept(id, &journal)?;
+    let mut report = apply(project, overlay, &journal, contents, &mut bin, id, sync, false)?;
     report.forced = forced;
     Ok(report)
 }
@@ -199,33 +195,31 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
         return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
     }
     let journal = bin.journal(&rec.id)?;
-    let mut report = apply(project, overlay, &journal, &mut bin, &rec.id, true)?;
+    let sync = bin.journal_sync();
+    let contents = journaled_contents(&overlay, &journal, &rec.id)?;
+    let mut report = apply(project, overlay, &journal, contents, &mut bin, &rec.id, sync, true)?;
     report.resumed = true;
     report.forced = conflicts;
     Ok(report)
 }
 
-/// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
-/// its overlay.
-fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mut Bin, id: &str, resume: bool) -> Result<AcceptReport> {
+/// The new content of each journal entry, from the overlay (which holds exactly what lands).
+fn journaled_contents(overlay: &Overlay, journal: &[JournalEntry], id: &str) -> Result<Vec<Option<Vec<u8>>>> {
+    let lost = |path: &str| Error::Overlay { id: id.to_string(), message: format!("lost the content of {path}") };
+    journal.iter().map(|j| match j.new {
+        Some(_) => overlay.get(&j.path)?.flatten().map(|(bytes, _)| Some(bytes)).ok_or_else(|| lost(&j.path)),
+        None => Ok(None),
+    }).collect()
+}
+
+/// Writes the journaled changes (`contents`: each entry's new content), updates `stable.db`,
+/// marks the agent accepted and archives its overlay.
+#[allow(clippy::too_many_arguments)]
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], contents: Vec<Option<Vec<u8>>>, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool) -> Result<AcceptReport> {
     let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
-    // New contents come out of the overlay here (connections stay on this thread); each file
-    // is then replaced atomically on its own, so the writes run concurrently: they are bound
-    // by fsync latency, not CPU.
-    let mut work = Vec::with_capacity(journal.len());
-    for j in journal {
-        let content = match j.new {
-            Some(_) => Some(
-                overlay
-                    .get(&j.path)?
-                    .flatten()
-                    .ok_or_else(|| Error::Overlay { id: id.to_string(), message: format!("lost the content of {}", j.path) })?
-                    .0,
-            ),
-            None => None,
-        };
-        work.push((j, content));
-    }
+    // Each file is replaced atomically on its own, so the writes run concurrently: they are
+    // bound by fsync latency, not CPU.
+    let work: Vec<(&JournalEntry, Option<Vec<u8>>)> = journal.iter().zip(contents).collect();
     if resume {
         // What a killed writer left, once per directory and before any new write (the writes
         // below run concurrently and each makes its own temporary file).
@@ -235,12 +229,18 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], bin: &mu
         }
     }
     // Every new file is written and synced under a temporary name first (concurrently: the
-    // work is bound by fsync latency); only when all are ready does anything change in place.
-    // An ordinary error up to here (a full disk, a read-only directory) leaves the project as
-    // it was, and a fresh accept is abandoned: the agent stays reviewable.
-    let threads = write_threads(work.len());
-    let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, content)| prepare_one(project, j, content.as_deref(), resume))
-        .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
+    // work is bound by fsync latency), while the journal's own fsync runs; only when all are
+    // on disk does anything change in place. An ordinary error up to here (a full disk, a
+    // read-only directory) leaves the project as it was, and a fresh accept is abandoned: the
+    // agent stays reviewable.
+    let threads = crate::par::io_threads(work.len());
+    let prepared = std::thread::scope(|s| {
+        let synced = s.spawn(move || sync.sync());
+        let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, content)| prepare_one(project, j, content.as_deref(), resume))
+            .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
+        let synced = synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")));
+        synced.and(prepared)
+    });
     let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {

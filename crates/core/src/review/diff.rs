@@ -44,6 +44,10 @@ pub struct FileChange {
     /// A conflict of the whole file: the user deleted it, replaced it with a directory, or
     /// changed it where no three-way merge is possible (binary, or no recorded base content).
     pub file_conflict: Option<String>,
+    /// `new` came out of a rebase onto the user's edits (it may differ from what the agent
+    /// wrote in its overlay).
+    #[serde(skip)]
+    pub rebased: bool,
 }
 
 impl FileChange {
@@ -74,25 +78,25 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let Some(overlay) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
     let rec = project.bin()?.get(id)?;
     let journal = if rec.state == State::Accepted { project.bin()?.journal(id)? } else { Vec::new() };
+    // The project's current versions are read on a few threads (I/O-bound), the merges here.
+    let all = overlay.changes()?;
+    let threads = crate::par::io_threads(all.len());
+    let currents = crate::par::map(&all, threads, "review (reading)", |c| match journal.iter().find(|j| j.path == c.path) {
+        Some(j) => Ok((j.old_content.clone(), j.old.map(|o| o.1), true)),
+        None => fsx::read(&project.root, &c.path).map(|r| match r {
+            Some((bytes, mode)) => (Some(bytes), Some(mode), false),
+            None => (None, None, false),
+        }),
+    })?;
     let mut out = Vec::new();
-    for c in overlay.changes()? {
-        let journaled = journal.iter().find(|j| j.path == c.path);
-        let (old, old_mode) = match journaled {
-            Some(j) => (j.old_content.clone(), j.old.map(|o| o.1)),
-            None => match fsx::read(&project.root, &c.path)? {
-                Some((bytes, mode)) => (Some(bytes), Some(mode)),
-                None => (None, None),
-            },
-        };
+    for (c, current) in all.into_iter().zip(currents) {
+        let (old, old_mode, journaled) = current?;
         let (agent, new_mode) = match &c.change {
             Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
             Change::Delete => (None, None),
         };
-        let (new, conflicts, file_conflict) = if journaled.is_some() || old.as_deref().map(hash_bytes) == c.base {
-            (agent, Vec::new(), None)
-        } else {
-            rebase(project, &c, old.as_deref(), agent)
-        };
+        let rebased = !(journaled || old.as_deref().map(hash_bytes) == c.base);
+        let (new, conflicts, file_conflict) = if rebased { rebase(project, &c, old.as_deref(), agent) } else { (agent, Vec::new(), None) };
         let kind = match (&old, &new) {
             (None, Some(_)) => ChangeKind::Added,
             (Some(_), None) => ChangeKind::Deleted,
@@ -102,7 +106,7 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
             continue;
         }
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
-        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict });
+        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased });
     }
     Ok(out)
 }

@@ -8,21 +8,39 @@ use crate::lifecycle::State;
 use crate::store::{hash_from_blob, Hash};
 use rusqlite::{params, TransactionBehavior};
 
+/// The fsync a journal still owes (see [`Bin::begin_accept`]): the WAL's frames, the journal's
+/// among them, reach the disk when it returns. Whatever else happened to the WAL meanwhile
+/// (a checkpoint syncs what it copies), an fsync of the WAL file covers what was written to it.
+#[must_use = "the journal is not on disk until synced"]
+pub struct JournalSync {
+    wal: std::path::PathBuf,
+}
+
+impl JournalSync {
+    pub fn sync(self) -> Result<()> {
+        match std::fs::File::open(&self.wal) {
+            Ok(f) => f.sync_all().map_err(|e| Error::io(&self.wal, e)),
+            // No WAL: a checkpoint folded it into the database and synced that.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(&self.wal, e)),
+        }
+    }
+}
+
 impl Bin {
     /// Writes the accept journal for `id` and marks the accept pending, in one transaction,
-    /// after checking the agent is still reviewing. The commit is fsynced: the journal must be
-    /// on disk before the first project file changes.
-    pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
-        self.durably(|bin| bin.write_journal(id, entries))
+    /// after checking the agent is still reviewing. The commit is safe from a process crash at
+    /// once; [`JournalSync::sync`] forces it to disk (an fsync of the WAL), which the caller
+    /// runs while it writes the new files and must finish before the first one goes in place.
+    pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<JournalSync> {
+        self.write_journal(id, entries)?;
+        Ok(self.journal_sync())
     }
 
-    /// Runs `f` with `synchronous=FULL`: its commit is on disk (the WAL fsynced) when it
-    /// returns, not only safe from a process crash.
-    fn durably<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        self.conn.pragma_update(None, "synchronous", "FULL")?;
-        let result = f(self);
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        result
+    /// The fsync that puts every commit so far on disk (a resumed accept's journal too).
+    pub fn journal_sync(&self) -> JournalSync {
+        let db = self.conn.path().unwrap_or_default().to_string();
+        JournalSync { wal: std::path::PathBuf::from(format!("{db}-wal")) }
     }
 
     fn write_journal(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
@@ -92,11 +110,11 @@ impl Bin {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Completes a pending accept: accepted, pending cleared, event appended, on disk when it
-    /// returns. Should power fail before, the accept is still pending and the next `accept`
-    /// re-verifies every file from the journal and finishes it.
+    /// Completes a pending accept: accepted, pending cleared, event appended. Should power
+    /// fail before this commit reaches the disk, the accept is still pending and the next
+    /// `accept` re-verifies every file from the journal and finishes it.
     pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
-        self.durably(|bin| bin.write_finish(id, message))
+        self.write_finish(id, message)
     }
 
     fn write_finish(&mut self, id: &str, message: &str) -> Result<AgentRecord> {

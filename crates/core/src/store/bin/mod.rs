@@ -13,6 +13,7 @@
 
 mod events;
 mod journal;
+pub use journal::JournalSync;
 mod tasks;
 pub use tasks::{Check, CheckResult, Provenance, SessionRow, TaskRow};
 mod workers;
