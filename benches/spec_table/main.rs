@@ -97,6 +97,10 @@ fn measure(files: usize, runs: usize) -> Vec<Row> {
     let steps: [fn(&Ctx, &mut Vec<Row>); 6] = [tree::index, runs::all, review::all, tree::watcher, tree::materialize, tree::search];
     for step in steps {
         step(&c, &mut rows);
+        if std::env::var_os("CAIRN_BENCH_WAL").is_some() {
+            let wal = |db: &str| std::fs::metadata(c.root.join(format!(".agentfs/{db}-wal"))).map_or(0, |m| m.len());
+            eprintln!("   (WAL: stable.db {} bytes, bin.db {} bytes)", wal("stable.db"), wal("bin.db"));
+        }
     }
     nvim::host(&c, &mut rows);
     drop(c);

@@ -75,7 +75,7 @@ fn accept(c: &Ctx, rows: &mut Vec<Row>) {
     }
     done(
         rows,
-        Row::new("accept100", format!("accept 100 files (durable: files and directories fsynced, journal and state commits fsynced; {threads} threads)"), Stat::ms(&ours), "≤ 1.3× bare")
+        Row::new("accept100", format!("accept 100 files (files and directories fsynced; the journal, old contents included, fsynced before any rename; {threads} threads)"), Stat::ms(&ours), "≤ 1.3× bare")
             .vs(format!("bare: same files, {threads} threads, fsyncs, one fsynced commit"), Stat::ms(&bare)),
     );
     let mut round = 0;

@@ -86,19 +86,23 @@ pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
 /// While any connection is open, SQLite keeps the WAL's index in shared memory; when the last
 /// one closes, the next open rebuilds it by reading the whole WAL (up to 1,000 pages), and
 /// cairn opens `bin.db` and `stable.db` several times per agent.
-static KEPT: std::sync::Mutex<Vec<(std::path::PathBuf, Connection)>> = std::sync::Mutex::new(Vec::new());
+static KEPT: std::sync::Mutex<Vec<(std::path::PathBuf, u64, Connection)>> = std::sync::Mutex::new(Vec::new());
 
 fn keep_open(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
     let long_lived = path.file_name().is_some_and(|n| n == "bin.db" || n == "stable.db");
+    let Ok(ino) = std::fs::metadata(path).map(|m| m.ino()) else { return };
     let Ok(mut kept) = KEPT.lock() else { return };
-    if !long_lived || kept.iter().any(|(p, _)| p == path) {
+    if !long_lived || kept.iter().any(|(p, i, _)| p == path && *i == ino) {
         return;
     }
+    // A database replaced under the same name (a project re-initialized) gets a new keeper.
+    kept.retain(|(p, _, _)| p != path);
     if let Ok(conn) = Connection::open(path) {
         let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
         // A first read maps the WAL index (SQLite opens it lazily); it stays mapped after.
         if conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).is_ok() {
-            kept.push((path.to_path_buf(), conn));
+            kept.push((path.to_path_buf(), ino, conn));
         }
     }
 }
