@@ -339,3 +339,28 @@ fn undo_removes_the_directories_accept_created() {
     assert!(!f.root.join("new").exists(), "empty directories left behind");
     assert!(f.root.join("keep/k.txt").is_file() && !f.root.join("keep/n.txt").exists());
 }
+
+/// An accept's old contents live in `.agentfs/journal/<id>.old`, outside `bin.db`: undo gives
+/// them back byte for byte; when that file is lost, undo refuses with a clear error and
+/// changes nothing.
+#[test]
+fn old_contents_live_beside_the_journal_and_undo_reads_them() {
+    let old_a = "a\n".repeat(3000);
+    let f = Fixture::with_files(&[("a.txt", old_a.as_str()), ("b.txt", "b\u{e9}\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A')\nwrite_file('b.txt', 'B')");
+    f.cairn(&["accept", &s.id]).ok();
+    let side = f.root.join(format!(".agentfs/journal/{}.old", s.id));
+    let bytes = std::fs::read(&side).expect("the old contents file");
+    assert_eq!(bytes.len(), old_a.len() + "b\u{e9}\n".len());
+    f.cairn(&["undo", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), old_a);
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\u{e9}\n");
+
+    let t = f.run_ok("write_file('a.txt', 'again')");
+    f.cairn(&["accept", &t.id]).ok();
+    std::fs::remove_file(f.root.join(format!(".agentfs/journal/{}.old", t.id))).unwrap();
+    let r = f.cairn(&["undo", &t.id]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("old contents cannot be read"), "{}", r.stderr);
+    assert_eq!(f.read_str("a.txt").unwrap(), "again", "a failed undo changed the file");
+}

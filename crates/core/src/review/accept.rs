@@ -195,7 +195,7 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
         return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
     }
     let journal = bin.journal(&rec.id)?;
-    let sync = bin.journal_sync();
+    let sync = bin.journal_sync(&rec.id);
     let contents = journaled_contents(&overlay, &journal, &rec.id)?;
     let mut report = apply(project, overlay, &journal, contents, &mut bin, &rec.id, sync, true)?;
     report.resumed = true;

@@ -1,30 +1,51 @@
 //! The accept journal in `bin.db`: what an accept changes, written and forced to disk before
 //! the first project file is touched, so a crashed accept can be finished and an accepted one
 //! undone.
+//!
+//! An accept's old contents go to a file of their own beside `bin.db`
+//! (`journal/<agent>.old`, appended, the rows holding offset and length): a megabyte of them
+//! per accept through the WAL and its checkpoints cost more than the whole rest of the
+//! journal. Hunk accepts and `--force` re-journaling keep theirs in the row.
 
 use super::{apply_transition, AgentRecord, Bin, JournalEntry, TransitionExtra};
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::store::{hash_from_blob, Hash};
 use rusqlite::{params, TransactionBehavior};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The fsync a journal still owes (see [`Bin::begin_accept`]): the WAL's frames, the journal's
 /// among them, reach the disk when it returns. Whatever else happened to the WAL meanwhile
 /// (a checkpoint syncs what it copies), an fsync of the WAL file covers what was written to it.
 #[must_use = "the journal is not on disk until synced"]
 pub struct JournalSync {
-    wal: std::path::PathBuf,
+    /// The WAL, and the agent's file of old contents.
+    files: [PathBuf; 2],
 }
 
 impl JournalSync {
     pub fn sync(self) -> Result<()> {
-        match std::fs::File::open(&self.wal) {
-            Ok(f) => f.sync_all().map_err(|e| Error::io(&self.wal, e)),
-            // No WAL: a checkpoint folded it into the database and synced that.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(&self.wal, e)),
+        for path in &self.files {
+            match std::fs::File::open(path) {
+                Ok(f) => f.sync_all().map_err(|e| Error::io(path, e))?,
+                // No WAL (a checkpoint folded it into the database and synced that), or no
+                // old contents.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(path, e)),
+            }
         }
+        Ok(())
     }
+}
+
+/// Adds the columns that point into the file of old contents to journals made before it.
+pub(super) fn migrate(conn: &rusqlite::Connection) -> Result<()> {
+    let has: bool = conn.prepare("SELECT 1 FROM pragma_table_info('journal') WHERE name = 'old_at'")?.exists([])?;
+    if !has {
+        conn.execute_batch("ALTER TABLE journal ADD COLUMN old_at INTEGER; ALTER TABLE journal ADD COLUMN old_len INTEGER;")?;
+    }
+    Ok(())
 }
 
 impl Bin {
@@ -34,24 +55,69 @@ impl Bin {
     /// runs while it writes the new files and must finish before the first one goes in place.
     pub fn begin_accept(&mut self, id: &str, entries: &[JournalEntry]) -> Result<JournalSync> {
         self.write_journal(id, entries)?;
-        Ok(self.journal_sync())
+        Ok(self.journal_sync(id))
     }
 
-    /// The fsync that puts every commit so far on disk (a resumed accept's journal too).
-    pub fn journal_sync(&self) -> JournalSync {
+    /// The fsync that puts every commit so far and `id`'s old contents on disk (a resumed
+    /// accept's journal too).
+    pub fn journal_sync(&self, id: &str) -> JournalSync {
         let db = self.conn.path().unwrap_or_default().to_string();
-        JournalSync { wal: std::path::PathBuf::from(format!("{db}-wal")) }
+        JournalSync { files: [PathBuf::from(format!("{db}-wal")), self.old_contents(id)] }
+    }
+
+    /// `journal/<id>.old` beside `bin.db`.
+    fn old_contents(&self, id: &str) -> PathBuf {
+        let db = Path::new(self.conn.path().unwrap_or_default());
+        db.with_file_name("journal").join(format!("{id}.old"))
+    }
+
+    /// Appends the entries' old contents to `id`'s file in one write; their places in it.
+    fn append_old(&self, id: &str, entries: &[JournalEntry]) -> Result<Vec<Option<(u64, u64)>>> {
+        if entries.iter().all(|e| e.old_content.is_none()) {
+            return Ok(vec![None; entries.len()]);
+        }
+        let path = self.old_contents(id);
+        let io = |e: std::io::Error| Error::io(&path, e);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+        let start = file.metadata().map_err(io)?.len();
+        let mut bytes = Vec::new();
+        let mut places = Vec::with_capacity(entries.len());
+        for e in entries {
+            places.push(e.old_content.as_ref().map(|c| {
+                let at = start + bytes.len() as u64;
+                bytes.extend_from_slice(c);
+                (at, c.len() as u64)
+            }));
+        }
+        file.write_all(&bytes).map_err(io)?;
+        Ok(places)
+    }
+
+    /// Reads one old content back from `id`'s file.
+    fn read_old(&self, id: &str, at: u64, len: u64) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let path = self.old_contents(id);
+        let mut buf = vec![0u8; len as usize];
+        std::fs::File::open(&path)
+            .and_then(|f| f.read_exact_at(&mut buf, at))
+            .map_err(|e| Error::Database { path: path.clone(), message: format!("the accept journal's old contents cannot be read ({e})") })?;
+        Ok(buf)
     }
 
     fn write_journal(&mut self, id: &str, entries: &[JournalEntry]) -> Result<()> {
+        // The old contents first: a row never points at bytes not written yet.
+        let places = self.append_old(id, entries)?;
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (state, pending): (String, i64) =
             tx.query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
         if state != State::Reviewing.as_str() || pending != 0 {
             return Err(Error::IllegalTransition { id: id.to_string(), from: state, action: "accept".into() });
         }
-        for e in entries {
-            upsert(&tx, id, e)?;
+        for (e, place) in entries.iter().zip(places) {
+            upsert(&tx, id, e, place)?;
         }
         tx.execute("UPDATE agents SET accept_pending = 1 WHERE id = ?1", [id])?;
         tx.commit()?;
@@ -63,7 +129,7 @@ impl Bin {
     /// edited after the first attempt: undo then gives back that edit, not the older content.
     pub fn rejournal_old(&mut self, id: &str, path: &str, old: Option<(Hash, u32)>, old_content: Option<&[u8]>) -> Result<()> {
         self.conn.execute(
-            "UPDATE journal SET old_hash = ?3, old_mode = ?4, old_content = ?5 WHERE agent_id = ?1 AND path = ?2",
+            "UPDATE journal SET old_hash = ?3, old_mode = ?4, old_content = ?5, old_at = NULL, old_len = NULL WHERE agent_id = ?1 AND path = ?2",
             params![id, path, old.map(|o| o.0.to_vec()), old.map(|o| o.1), old_content],
         )?;
         Ok(())
@@ -76,7 +142,7 @@ impl Bin {
         self.conn.pragma_update(None, "synchronous", "FULL")?;
         let result = (|| {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            upsert(&tx, id, entry)?;
+            upsert(&tx, id, entry, None)?;
             tx.commit()?;
             Ok(())
         })();
@@ -91,23 +157,34 @@ impl Bin {
         tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
         tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
         tx.commit()?;
+        self.forget_old(id);
         Ok(())
+    }
+
+    /// Removes `id`'s file of old contents (its journal rows are gone).
+    pub(super) fn forget_old(&self, id: &str) {
+        let _ = std::fs::remove_file(self.old_contents(id));
     }
 
     pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode FROM journal WHERE agent_id = ?1 ORDER BY path",
+            "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len FROM journal WHERE agent_id = ?1 ORDER BY path",
         )?;
         let rows = st.query_map([id], |r| {
             let pair = |h: Option<Vec<u8>>, m: Option<u32>| hash_from_blob(h).map(|h| (h, m.unwrap_or(0o644)));
-            Ok(JournalEntry {
-                path: r.get(0)?,
-                old: pair(r.get(1)?, r.get(2)?),
-                old_content: r.get(3)?,
-                new: pair(r.get(4)?, r.get(5)?),
-            })
+            let place: (Option<i64>, Option<i64>) = (r.get(6)?, r.get(7)?);
+            let entry = JournalEntry { path: r.get(0)?, old: pair(r.get(1)?, r.get(2)?), old_content: r.get(3)?, new: pair(r.get(4)?, r.get(5)?) };
+            Ok((entry, place))
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut entry, place) = row?;
+            if let (None, (Some(at), Some(len))) = (&entry.old_content, place) {
+                entry.old_content = Some(self.read_old(id, at as u64, len as u64)?);
+            }
+            out.push(entry);
+        }
+        Ok(out)
     }
 
     /// Completes a pending accept: accepted, pending cleared, event appended. Should power
@@ -129,11 +206,14 @@ impl Bin {
 
 /// Inserts a journal entry, or moves an existing one's `new` (its `old` is what the path held
 /// before the agent's first change landed, hunk or whole).
-fn upsert(tx: &rusqlite::Transaction<'_>, id: &str, e: &JournalEntry) -> Result<()> {
+/// `place`: where the old content sits in the agent's file of old contents (else in the row).
+fn upsert(tx: &rusqlite::Transaction<'_>, id: &str, e: &JournalEntry, place: Option<(u64, u64)>) -> Result<()> {
     let mut st = tx.prepare_cached(
-        "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
          ON CONFLICT(agent_id, path) DO UPDATE SET new_hash = excluded.new_hash, new_mode = excluded.new_mode",
     )?;
-    st.execute(params![id, e.path, e.old.map(|o| o.0.to_vec()), e.old.map(|o| o.1), e.old_content, e.new.map(|n| n.0.to_vec()), e.new.map(|n| n.1)])?;
+    let inline = if place.is_some() { None } else { e.old_content.as_deref() };
+    let (at, len) = place.map_or((None, None), |(a, l)| (Some(a as i64), Some(l as i64)));
+    st.execute(params![id, e.path, e.old.map(|o| o.0.to_vec()), e.old.map(|o| o.1), inline, e.new.map(|n| n.0.to_vec()), e.new.map(|n| n.1), at, len])?;
     Ok(())
 }

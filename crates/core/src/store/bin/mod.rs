@@ -74,6 +74,8 @@ CREATE TABLE IF NOT EXISTS journal(
     old_content BLOB,
     new_hash BLOB,
     new_mode INTEGER,
+    old_at INTEGER,
+    old_len INTEGER,
     PRIMARY KEY(agent_id, path)
 ) WITHOUT ROWID;
 ";
@@ -173,6 +175,7 @@ impl Bin {
     pub fn open(path: &Path) -> Result<Bin> {
         let conn = super::open(path, &format!("{SCHEMA}{}", tasks::SCHEMA))?;
         events::migrate(&conn)?;
+        journal::migrate(&conn)?;
         Ok(Bin { conn })
     }
 
@@ -285,6 +288,7 @@ impl Bin {
         tx.execute("DELETE FROM events WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM agents WHERE id = ?1", [id])?;
         tx.commit()?;
+        self.forget_old(id);
         Ok(())
     }
 
