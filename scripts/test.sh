@@ -10,7 +10,7 @@ cd "$here"
 # shellcheck source=scripts/setup.sh
 source "$here/scripts/setup.sh"
 setup_rust
-apt_install git tmux
+apt_install git tmux ripgrep
 setup_neovims
 setup_mcp_client
 
@@ -19,7 +19,7 @@ cargo build --release --workspace --all-targets
 cargo test --release --workspace
 
 echo "== bench smoke run (1,000 files; times nothing, keeps the bench from rotting)"
-CAIRN_BENCH_FILES=1000 cargo bench --bench spec_table
+CAIRN_BENCH_FILES=1000 CAIRN_BENCH_NVIM="$here/.venv/nvim-0.11/bin/nvim" cargo bench --bench spec_table
 
 echo "== neovim specs"
 passed=0
