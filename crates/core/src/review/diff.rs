@@ -96,7 +96,12 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
             Change::Delete => (None, None),
         };
         let rebased = !(journaled || old.as_deref().map(hash_bytes) == c.base);
-        let (new, conflicts, file_conflict) = if rebased { rebase(project, &c, old.as_deref(), agent) } else { (agent, Vec::new(), None) };
+        let (new, conflicts, file_conflict) = if rebased {
+            let base_content = if c.base.is_some() { overlay.base_content(&c.path)? } else { None };
+            rebase(project, &c, base_content.as_deref(), old.as_deref(), agent)
+        } else {
+            (agent, Vec::new(), None)
+        };
         let kind = match (&old, &new) {
             (None, Some(_)) => ChangeKind::Added,
             (Some(_), None) => ChangeKind::Deleted,
@@ -113,9 +118,9 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
 
 /// The agent's change of one path rebased onto the project's current version `current`,
 /// which differs from the base the agent saw: `(new, conflicting line ranges, file conflict)`.
-fn rebase(project: &Project, c: &Changed, current: Option<&[u8]>, agent: Option<Vec<u8>>) -> (Option<Vec<u8>>, Vec<(usize, usize)>, Option<String>) {
+fn rebase(project: &Project, c: &Changed, base_content: Option<&[u8]>, current: Option<&[u8]>, agent: Option<Vec<u8>>) -> (Option<Vec<u8>>, Vec<(usize, usize)>, Option<String>) {
     let whole = |why: &str| (agent.clone(), Vec::new(), Some(why.to_string()));
-    let base: &[u8] = match (&c.base, &c.base_content) {
+    let base: &[u8] = match (&c.base, base_content) {
         (None, _) => b"",
         (Some(_), Some(bytes)) => bytes,
         (Some(_), None) => return whole("changed in the project since the agent read it (no three-way base recorded)"),

@@ -51,9 +51,6 @@ pub struct Changed {
     pub change: Change,
     /// Hash of the project file when the agent first touched the path; `None` = absent then.
     pub base: Option<Hash>,
-    /// Its content, when recorded (overlays from before the three-way review, and files over
-    /// the read cap, have none: review is then two-way for that path).
-    pub base_content: Option<Vec<u8>>,
     /// Mode of the project file then (kept when the agent rewrites it).
     pub base_mode: Option<u32>,
 }
@@ -171,10 +168,11 @@ impl Overlay {
         Ok(())
     }
 
-    /// Every changed path with its base, ordered by path.
+    /// Every changed path with its base (hash and mode; the content, needed only to rebase, is
+    /// [`Overlay::base_content`]), ordered by path.
     pub fn changes(&self) -> Result<Vec<Changed>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode, b.content
+            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode
              FROM entries e LEFT JOIN bases b ON b.path = e.path ORDER BY e.path",
         )?;
         let rows = st.query_map([], |r| {
@@ -186,9 +184,17 @@ impl Overlay {
                 let hash = hash_from_blob(r.get(4)?).unwrap_or_else(|| hash_bytes(&content));
                 Change::Write { content, mode: r.get(2)?, hash }
             };
-            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)?, base_content: r.get(7)? })
+            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)? })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The content of `path` when the agent first touched it, when recorded (overlays from
+    /// before the three-way review, and files over the read cap, have none: review is then
+    /// two-way for that path).
+    pub fn base_content(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let mut st = self.conn.prepare_cached("SELECT content FROM bases WHERE path = ?1")?;
+        Ok(st.query_row([path], |r| r.get::<_, Option<Vec<u8>>>(0)).optional()?.flatten())
     }
 
     /// Number of distinct paths written or deleted so far.
