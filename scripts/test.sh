@@ -2,7 +2,7 @@
 # Every test: the Rust suites (unit and integration, one release profile, one target dir),
 # a 1,000-file smoke run of the bench, then the Neovim end-to-end specs (plugin, RPC host,
 # tmux) in Neovim 0.11 and 0.12.
-# Installs what it needs first: tmux and git from apt, both Neovims and the MCP Python SDK
+# Installs what it needs first: tmux, git and ripgrep from apt, both Neovims and the MCP Python SDK
 # into .venv/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
