@@ -116,7 +116,7 @@ impl Project {
             let what = if len.is_some() { "is empty (truncated)" } else { "is missing" };
             return Err(Error::Database {
                 path: bin,
-                message: format!("{what}, but agent overlays exist beside it: restore it from a backup; or move .agentfs/agent-*.db and .agentfs/bin/ aside and run `cairn init` (their agents are then forgotten)"),
+                message: format!("{what}, but agent overlays exist beside it: restore it from a backup (with its bin.db-wal file, which holds recent commits); or move .agentfs/agent-*.db and .agentfs/bin/ aside and run `cairn init` (their agents are then forgotten)"),
             });
         }
         Ok(())

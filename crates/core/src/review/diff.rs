@@ -116,9 +116,12 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     Ok(out)
 }
 
+/// A rebased change: the new content, the conflicting line ranges, a whole-file conflict.
+type Rebased = (Option<Vec<u8>>, Vec<(usize, usize)>, Option<String>);
+
 /// The agent's change of one path rebased onto the project's current version `current`,
 /// which differs from the base the agent saw: `(new, conflicting line ranges, file conflict)`.
-fn rebase(project: &Project, c: &Changed, base_content: Option<&[u8]>, current: Option<&[u8]>, agent: Option<Vec<u8>>) -> (Option<Vec<u8>>, Vec<(usize, usize)>, Option<String>) {
+fn rebase(project: &Project, c: &Changed, base_content: Option<&[u8]>, current: Option<&[u8]>, agent: Option<Vec<u8>>) -> Rebased {
     let whole = |why: &str| (agent.clone(), Vec::new(), Some(why.to_string()));
     let base: &[u8] = match (&c.base, base_content) {
         (None, _) => b"",

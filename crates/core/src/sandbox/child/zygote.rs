@@ -128,7 +128,7 @@ fn reply(control: BorrowedFd<'_>, pidfd: Option<BorrowedFd<'_>>) {
 /// Waits for an ended child and hands its raw wait status to the parent.
 fn reap(l: Live) {
     let status = match rustix::process::waitpid(Some(l.pid), rustix::process::WaitOptions::empty()) {
-        Ok(Some((_, s))) => s.as_raw() as i32,
+        Ok(Some((_, s))) => s.as_raw(),
         _ => return,
     };
     let mut f = std::fs::File::from(l.status);
