@@ -116,11 +116,12 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
 /// and on the record. Runs and MCP sessions both end here.
 pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate::store::overlay::Overlay, submitted: bool, result: Value) -> Result<AgentRecord> {
     bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
-    let changes = overlay.changes()?;
     let submission = match (submitted, overlay.kv_get("submission")?) {
         (true, Some(s)) => serde_json::from_str(&s).map_err(Error::from)?,
         _ => {
-            let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+            // The changed paths only: no content is read to name them.
+            let paths = overlay.paths()?;
+            let files: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
             let summary = match files.len() {
                 0 => "no changes".to_string(),
                 1 => format!("changed {}", files[0]),

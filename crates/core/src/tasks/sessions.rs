@@ -99,7 +99,7 @@ pub fn finish(project: &Project, actor: &str, id: &str, summary: &str) -> Result
         return Err(Error::Usage("session_finish needs a summary".into()));
     }
     let overlay = project.overlay(&s.agent)?;
-    let changed: Vec<String> = overlay.changes()?.into_iter().map(|c| c.path).collect();
+    let changed: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": changed }).to_string())?;
     crate::orchestrator::submit(&mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
     s.status = "finished".into();
