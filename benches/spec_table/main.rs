@@ -7,7 +7,11 @@
 //! - `CAIRN_BENCH_FILES`: comma-separated project sizes (default `10000`);
 //! - `CAIRN_BENCH_RUNS`: samples per row (default and minimum 7);
 //! - `CAIRN_BENCH_NVIM`: a Neovim binary; when set, the host rows (`:CairnQueue` to ghost
-//!   text drawn, the host's peak memory) run in it.
+//!   text drawn, the host's peak memory) run in it;
+//! - `CAIRN_BENCH_TRACE`: a `tracing` filter (`cairn::accept=debug` shows accept's phases)
+//!   whose events go to stderr;
+//! - `CAIRN_BENCH_ONLY`: comma-separated steps to run (`runs`, `review`, `watcher`,
+//!   `materialize`, `search`, `nvim`) after the index rows, which every step needs.
 //!
 //! The bench asserts that each operation did its job, never how fast it was.
 
@@ -56,6 +60,9 @@ fn env_list(name: &str, default: &str) -> Vec<usize> {
 }
 
 fn main() {
+    if let Ok(filter) = std::env::var("CAIRN_BENCH_TRACE") {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_writer(std::io::stderr).without_time().with_target(false).with_level(false).init();
+    }
     let sizes = env_list("CAIRN_BENCH_FILES", "10000");
     let runs = env_list("CAIRN_BENCH_RUNS", "7").first().copied().unwrap_or(7).max(7);
     println!("{}", machine());
@@ -80,6 +87,9 @@ fn machine() -> String {
     format!("machine: {cores} cores ({cpu}), {mem}, Linux {}, {fs} file system", kernel.trim())
 }
 
+/// One group of rows.
+type Step = fn(&Ctx, &mut Vec<Row>);
+
 fn measure(files: usize, runs: usize) -> Vec<Row> {
     let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     let (t, fixture) = stats::time(|| fixture::cached(&base, files));
@@ -94,15 +104,17 @@ fn measure(files: usize, runs: usize) -> Vec<Row> {
     let p = Project::new(&root, Home::new(&home), Config::default(), PathBuf::from(env!("CARGO_BIN_EXE_cairn"))).expect("project");
     let c = Ctx { files, runs, fixture, work: work.clone(), root, home, p };
     let mut rows = Vec::new();
-    let steps: [fn(&Ctx, &mut Vec<Row>); 6] = [tree::index, runs::all, review::all, tree::watcher, tree::materialize, tree::search];
-    for step in steps {
+    let only = std::env::var("CAIRN_BENCH_ONLY").ok();
+    let wanted = |name: &str| name == "index" || only.as_deref().is_none_or(|o| o.split(',').any(|s| s.trim() == name));
+    let steps: [(&str, Step); 7] =
+        [("index", tree::index), ("runs", runs::all), ("review", review::all), ("watcher", tree::watcher), ("materialize", tree::materialize), ("search", tree::search), ("nvim", nvim::host)];
+    for (_, step) in steps.iter().filter(|(name, _)| wanted(name)) {
         step(&c, &mut rows);
         if std::env::var_os("CAIRN_BENCH_WAL").is_some() {
             let wal = |db: &str| std::fs::metadata(c.root.join(format!(".agentfs/{db}-wal"))).map_or(0, |m| m.len());
             eprintln!("   (WAL: stable.db {} bytes, bin.db {} bytes)", wal("stable.db"), wal("bin.db"));
         }
     }
-    nvim::host(&c, &mut rows);
     drop(c);
     let _ = std::fs::remove_dir_all(&work);
     rows

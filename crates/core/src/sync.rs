@@ -272,22 +272,33 @@ pub fn refresh(project: &Project, rels: &[String]) -> Result<()> {
     sync_paths(project, &mut rules, rels).map(|_| ())
 }
 
-/// Records paths whose new content hash is already known (`None` = removed), taking only size,
-/// mode and mtime from disk: what accept uses, so it never re-reads what it just wrote.
-pub fn record_known(project: &Project, paths: &[(String, Option<store::Hash>)]) -> Result<()> {
+/// A path whose new state is already known: its content hash (`None`: removed) and, when the
+/// writer has it, the status it wrote ([`fsx::Written`]; otherwise taken from disk).
+pub type Known = (String, Option<(store::Hash, Option<fsx::Written>)>);
+
+/// Records paths whose new content hash is already known: what accept uses, so it never
+/// re-reads what it just wrote.
+pub fn record_known(project: &Project, paths: &[Known]) -> Result<()> {
     let mut stable = project.stable()?;
     let w = stable.writer()?;
     let mut dirs = std::collections::BTreeSet::new();
-    for (rel, hash) in paths {
-        let md = match (hash, std::fs::symlink_metadata(project.root.join(rel))) {
-            (Some(_), Ok(md)) if md.is_file() => md,
-            _ => {
+    for (rel, known) in paths {
+        let (hash, written) = match known {
+            Some((hash, Some(written))) => (*hash, *written),
+            Some((hash, None)) => match std::fs::symlink_metadata(project.root.join(rel)) {
+                Ok(md) if md.is_file() => (*hash, fsx::Written { mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md) }),
+                _ => {
+                    w.remove_tree(rel)?;
+                    continue;
+                }
+            },
+            None => {
                 w.remove_tree(rel)?;
                 continue;
             }
         };
         dirs.extend(paths::ancestors(rel).map(str::to_string));
-        w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md), hash: *hash })?;
+        w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: written.mode, size: written.size, mtime_ns: written.mtime_ns, hash: Some(hash) })?;
     }
     upsert_dirs(project, &w, dirs)?;
     w.commit()

@@ -1,15 +1,23 @@
-//! Accept and reject.
+//! Accept: a small write-ahead protocol, under the project's review lock.
 //!
-//! Accept is a small write-ahead protocol, under the project's review lock: (1) rebase the
-//! agent's change onto the project as it is now (three-way) and refuse conflicts; (2) write the journal (old content, old and new hashes) to `bin.db` and mark the
-//! accept pending, in one transaction; (3) replace each file atomically; (4) update
-//! `stable.db`; (5) mark the agent accepted and archive its overlay. A crash anywhere leaves
-//! each file wholly old or wholly new, and running accept again finishes from the journal.
+//! 1. Rebase the agent's change onto the project as it is now (three-way; review reads each
+//!    file once and keeps its stamp) and refuse conflicts.
+//! 2. Write the journal (old contents, old and new hashes) and mark the accept pending, in one
+//!    transaction.
+//! 3. Write and fsync every new file under a temporary name while the journal is forced to
+//!    disk; then a last look at each path's stamp: one that moved since review read it (an
+//!    editor saving) stops the accept with nothing changed.
+//! 4. Rename each file in place (and fsync its directory) while `stable.db` records the new
+//!    versions.
+//! 5. Mark the agent accepted and archive its overlay.
+//!
+//! A crash anywhere leaves each file wholly old or wholly new, and running accept again
+//! finishes from the journal.
 
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
-use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync, TransitionExtra};
+use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync};
 use crate::store::overlay::Overlay;
 use crate::store::{fsx, hash_bytes, Hash};
 use serde::Serialize;
@@ -31,8 +39,9 @@ pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32,
 }
 
 /// Refuses paths whose parent chain passes through a symlink or a non-directory: accept never
-/// writes through them, whatever was there when the agent ran.
-pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
+/// writes through them, whatever was there when the agent ran. Returns the parent directory
+/// when it exists, opened symlink-safely.
+pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<Option<std::os::fd::OwnedFd>> {
     let parent = crate::paths::parent(rel);
     match fsx::open_dir(&project.root, parent, false) {
         Ok(dir) => {
@@ -44,7 +53,7 @@ pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
             }
             match rustix::fs::statat(&dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Err(denied("a directory is at that path")),
-                _ => Ok(()),
+                _ => Ok(Some(dir)),
             }
         }
         Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
@@ -58,10 +67,10 @@ pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<()> {
                 match std::fs::symlink_metadata(project.root.join(&dir)) {
                     Ok(md) if md.is_dir() => continue,
                     Ok(md) => return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink())),
-                    Err(_) => return Ok(()),
+                    Err(_) => return Ok(None),
                 }
             }
-            Ok(())
+            Ok(None)
         }
         Err(_) => {
             // Say which ancestor is in the way, and how.
@@ -92,6 +101,7 @@ fn not_a_directory(project: &Project, rel: &str, dir: &str, symlink: bool) -> Er
 /// working tree and `stable.db`. Conflicts with the user's edits refuse it unless `force`,
 /// which takes the agent's side there (the overwritten content is journaled for undo).
 pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> {
+    let phases = Phases::start();
     let _lock = super::lock::acquire(project)?;
     let mut bin = project.bin()?;
     let rec = bin.get(id)?;
@@ -106,7 +116,9 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
-    let changed = super::diff::changes(project, id)?;
+    phases.mark("opened");
+    let changed = super::diff::changes_in(project, &overlay, &rec)?;
+    phases.mark("reviewed");
     for c in &changed {
         refuse_unsafe_path(project, &c.path)?;
     }
@@ -123,22 +135,10 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
             return Err(Error::io(&project.root, std::io::Error::new(std::io::ErrorKind::StorageFull, why)));
         }
     }
-    // Everything that can be checked is checked before the first write; the files are read
-    // and hashed again on a few threads (I/O-bound) for the journal.
-    let threads = crate::par::io_threads(changed.len());
-    let currents = crate::par::map(&changed, threads, "accept (reading)", |c| {
-        check_writable(project, &c.path)?;
-        current(project, &c.path)
-    })?;
     let mut journal = Vec::with_capacity(changed.len());
-    let mut contents = Vec::with_capacity(changed.len());
-    for (c, cur) in changed.into_iter().zip(currents) {
-        let cur = cur?;
-        if cur.as_ref().map(|x| &x.2) != c.old.as_ref() {
-            // Edited between the merge and now (an editor saving): merge again rather than lose it.
-            return Err(Error::StaleBase { id: id.to_string(), paths: vec![c.path.clone()] });
-        }
-        let new = c.new.as_ref().map(|bytes| (hash_bytes(bytes), c.new_mode.unwrap_or(0o644) & 0o777));
+    let mut work = Vec::with_capacity(changed.len());
+    for c in changed {
+        let new = c.new.as_ref().map(|bytes| (c.new_hash.unwrap_or_else(|| hash_bytes(bytes)), c.new_mode.unwrap_or(0o644) & 0o777));
         // The overlay holds exactly what lands (the rebased change), so a resumed accept
         // writes the same bytes.
         if let (Some(bytes), Some((_, mode)), true) = (&c.new, new, c.rebased) {
@@ -146,15 +146,13 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
                 overlay.write(&c.path, bytes, mode)?;
             }
         }
-        let (old, old_content) = match cur {
-            Some((h, m, bytes)) => (Some((h, m)), Some(bytes)),
-            None => (None, None),
-        };
-        journal.push(JournalEntry { path: c.path, old, old_content, new });
-        contents.push(c.new);
+        let old = c.old_hash.zip(c.old_mode);
+        journal.push(JournalEntry { path: c.path, old, old_content: c.old, new });
+        work.push(Work { content: c.new, seen: Seen::At(c.seen) });
     }
     let sync = bin.begin_accept(id, &journal)?;
-    let mut report = apply(project, overlay, &journal, contents, &mut bin, id, sync, false)?;
+    phases.mark("journaled");
+    let mut report = apply(project, overlay, &journal, work, &mut bin, id, sync, false, &phases)?;
     report.forced = forced;
     Ok(report)
 }
@@ -196,8 +194,8 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
     }
     let journal = bin.journal(&rec.id)?;
     let sync = bin.journal_sync(&rec.id);
-    let contents = journaled_contents(&overlay, &journal, &rec.id)?;
-    let mut report = apply(project, overlay, &journal, contents, &mut bin, &rec.id, sync, true)?;
+    let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown }).collect();
+    let mut report = apply(project, overlay, &journal, work, &mut bin, &rec.id, sync, true, &Phases::start())?;
     report.resumed = true;
     report.forced = conflicts;
     Ok(report)
@@ -212,14 +210,24 @@ fn journaled_contents(overlay: &Overlay, journal: &[JournalEntry], id: &str) -> 
     }).collect()
 }
 
-/// Writes the journaled changes (`contents`: each entry's new content), updates `stable.db`,
-/// marks the agent accepted and archives its overlay.
+/// What accept writes at one journaled path: the new content, and what it knows of the path.
+struct Work {
+    content: Option<Vec<u8>>,
+    seen: Seen,
+}
+
+/// What accept knows of a path before it prepares it.
+enum Seen {
+    /// Its stamp when review read the journaled old content from it (`None`: absent then).
+    At(Option<fsx::Stamp>),
+    /// Nothing: a resumed accept reads it again (it may already hold the new content).
+    Unknown,
+}
+
+/// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
+/// its overlay.
 #[allow(clippy::too_many_arguments)]
-fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], contents: Vec<Option<Vec<u8>>>, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool) -> Result<AcceptReport> {
-    let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
-    // Each file is replaced atomically on its own, so the writes run concurrently: they are
-    // bound by fsync latency, not CPU.
-    let work: Vec<(&JournalEntry, Option<Vec<u8>>)> = journal.iter().zip(contents).collect();
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: Vec<Work>, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
     if resume {
         // What a killed writer left, once per directory and before any new write (the writes
         // below run concurrently and each makes its own temporary file).
@@ -228,21 +236,14 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], contents
             fsx::remove_temps(&project.root, dir)?;
         }
     }
-    // Every new file is written and synced under a temporary name first (concurrently: the
-    // work is bound by fsync latency), while the journal's own fsync runs; only when all are
-    // on disk does anything change in place. An ordinary error up to here (a full disk, a
-    // read-only directory) leaves the project as it was, and a fresh accept is abandoned: the
+    // An ordinary error up to the first rename (a full disk, a read-only directory, a file
+    // edited meanwhile) leaves the project as it was, and a fresh accept is abandoned: the
     // agent stays reviewable.
-    let threads = crate::par::io_threads(work.len());
-    let prepared = std::thread::scope(|s| {
-        let synced = s.spawn(move || sync.sync());
-        let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, content)| prepare_one(project, j, content.as_deref(), resume))
-            .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
-        let synced = synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")));
-        synced.and(prepared)
-    });
-    let prepared = match prepared {
-        Ok(p) => p,
+    let steps = match prepare_all(project, id, journal, work, sync) {
+        Ok(steps) => {
+            phases.mark("prepared");
+            steps
+        }
         Err(e) => {
             if !resume {
                 bin.abandon_accept(id)?;
@@ -250,29 +251,84 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], contents
             return Err(e);
         }
     };
-    // Then every file goes in place (renames and directory fsyncs, concurrently too).
-    let steps: Vec<std::sync::Mutex<Option<Step>>> = prepared.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
-    let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
-        match slot.lock().ok().and_then(|mut s| s.take()) {
+    // Then every file goes in place (renames and directory fsyncs, concurrently), while
+    // `stable.db` records the new versions from what was written (a rename keeps a file's
+    // status; should the renames fail midway, the index sees the difference and re-hashes).
+    let known: Vec<crate::sync::Known> = journal
+        .iter()
+        .zip(&steps)
+        .map(|(j, step)| (j.path.clone(), j.new.map(|n| (n.0, if let Step::Write(p) = step { Some(p.written()) } else { None }))))
+        .collect();
+    let steps: Vec<std::sync::Mutex<Option<Step>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let threads = crate::par::io_threads(steps.len());
+    let (committed, recorded) = std::thread::scope(|s| {
+        let recorded = s.spawn(|| crate::sync::record_known(project, &known));
+        let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| match slot.lock().ok().and_then(|mut s| s.take()) {
             Some(Step::Write(p)) => p.commit(),
             Some(Step::Remove(path)) => fsx::remove(&project.root, &path),
             _ => Ok(()),
-        }
-    })?;
-    committed.into_iter().collect::<Result<()>>()?;
+        });
+        (committed, recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
+    });
+    committed?.into_iter().collect::<Result<()>>()?;
+    recorded?;
+    phases.mark("renamed");
+    let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
     for j in journal {
         match j.new {
             Some(_) => report.written.push(j.path.clone()),
             None => report.deleted.push(j.path.clone()),
         }
     }
-    let touched: Vec<(String, Option<Hash>)> = journal.iter().map(|j| (j.path.clone(), j.new.map(|n| n.0))).collect();
-    crate::sync::record_known(project, &touched)?;
     drop(overlay);
     let summary = format!("accepted: {} written, {} deleted", report.written.len(), report.deleted.len());
     bin.finish_accept(id, &summary)?;
     project.archive_overlay(id)?;
+    phases.mark("finished");
     Ok(report)
+}
+
+/// When each phase of an accept ended, for `tracing` (the bench shows them).
+struct Phases(std::time::Instant);
+
+impl Phases {
+    fn start() -> Phases {
+        Phases(std::time::Instant::now())
+    }
+
+    fn mark(&self, phase: &str) {
+        tracing::debug!(target: "cairn::accept", "phase {phase} {:.2} ms", self.0.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
+/// Writes and syncs every new file under a temporary name (concurrently: the work is bound by
+/// fsync latency) while the journal's own fsync runs, then takes a last look at each path:
+/// a status that moved since its check (an editor saving meanwhile) stops the accept before
+/// anything changes in place.
+fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, sync: JournalSync) -> Result<Vec<Step>> {
+    let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
+    let threads = crate::par::io_threads(work.len());
+    let prepared = std::thread::scope(|s| {
+        let synced = s.spawn(move || sync.sync());
+        let keep = work.len() <= HELD_DIRS;
+        let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, w)| prepare_one(project, j, w, keep))
+            .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
+        let synced = synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")));
+        synced.and(prepared)
+    })?;
+    let looks: Vec<(&JournalEntry, (Step, Option<fsx::Stamp>))> = journal.iter().zip(prepared).collect();
+    let moved = crate::par::map(&looks, threads, "accept (checking)", |(j, (step, seen))| {
+        let now = match step {
+            Step::Write(p) => p.target_stamp()?,
+            _ => fsx::stamp(&project.root, &j.path)?,
+        };
+        Ok((now != *seen).then(|| j.path.clone()))
+    })?;
+    let moved: Vec<String> = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+    if !moved.is_empty() {
+        return Err(Error::StaleBase { id: id.to_string(), paths: moved });
+    }
+    Ok(looks.into_iter().map(|(_, (step, _))| step).collect())
 }
 
 /// What one journal entry needs once every file is prepared.
@@ -282,73 +338,35 @@ enum Step {
     Nothing,
 }
 
-/// Prepares one journal entry. A fresh accept knows the file is as journaled; a resumed one
-/// reads it and skips it when already done.
-fn prepare_one(project: &Project, j: &JournalEntry, content: Option<&[u8]>, resume: bool) -> Result<Step> {
-    let cur = if resume { current(project, &j.path)?.map(|c| (c.0, c.1)) } else { j.old };
-    Ok(match j.new {
-        Some((hash, mode)) if cur != Some((hash, mode)) => Step::Write(fsx::prepare(&project.root, &j.path, content.unwrap_or_default(), mode)?),
+/// Checks one journal entry's path and prepares its new version; also returns the path's
+/// stamp, for the last look before the renames. A fresh accept knows the path holds the
+/// journaled old content as long as its stamp has not moved since review read it; a resumed
+/// one reads it, and skips a path already done. With `keep`, the prepared file holds its
+/// directory's descriptor (a walk less for each later step; the caller bounds how many).
+fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, keep: bool) -> Result<(Step, Option<fsx::Stamp>)> {
+    let dir = check_writable(project, &j.path)?;
+    let (now, seen) = match work.seen {
+        Seen::At(seen) => (j.old, seen),
+        Seen::Unknown => {
+            let cur = match &dir {
+                Some(d) => fsx::read_stamped(&project.root, &j.path, Some(d))?,
+                None => None,
+            };
+            (cur.as_ref().map(|(bytes, mode, _)| (hash_bytes(bytes), *mode)), cur.map(|c| c.2))
+        }
+    };
+    let step = match j.new {
+        Some((hash, mode)) if now != Some((hash, mode)) => {
+            let dir = dir.filter(|_| keep);
+            Step::Write(fsx::prepare_in(&project.root, &j.path, dir, work.content.as_deref().unwrap_or_default(), mode)?)
+        }
         Some(_) => Step::Nothing,
-        None if cur.is_some() => Step::Remove(j.path.clone()),
+        None if now.is_some() => Step::Remove(j.path.clone()),
         None => Step::Nothing,
-    })
+    };
+    Ok((step, seen))
 }
 
-/// Restores the journaled old content of every path an interrupted accept of `id` reached,
-/// refusing (and changing nothing) when a path holds neither side (edited since).
-fn roll_back(project: &Project, id: &str) -> Result<()> {
-    let mut bin = project.bin()?;
-    let journal = bin.journal(id)?;
-    let (currents, edited) = journal_state(project, &journal)?;
-    if !edited.is_empty() {
-        return Err(Error::StaleBase { id: id.to_string(), paths: edited });
-    }
-    let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
-    for dir in dirs {
-        fsx::remove_temps(&project.root, dir)?;
-    }
-    let mut touched = Vec::new();
-    for (j, cur) in journal.iter().zip(currents) {
-        if cur == j.old.map(|o| o.0) {
-            continue;
-        }
-        match (&j.old, &j.old_content) {
-            (Some((_, mode)), Some(content)) => fsx::write_atomic(&project.root, &j.path, content, *mode)?,
-            _ => fsx::remove(&project.root, &j.path)?,
-        }
-        touched.push(j.path.clone());
-    }
-    crate::sync::refresh(project, &touched)?;
-    bin.abandon_accept(id)
-}
-
-/// The current hash of each journaled path, and the paths that hold neither the journal's old
-/// nor its new content (edited since): what undo and a rollback must refuse.
-pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Result<(Vec<Option<Hash>>, Vec<String>)> {
-    let mut currents = Vec::with_capacity(journal.len());
-    let mut edited = Vec::new();
-    for j in journal {
-        let cur = current(project, &j.path)?.map(|c| c.0);
-        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
-            edited.push(j.path.clone());
-        }
-        currents.push(cur);
-    }
-    Ok((currents, edited))
-}
-
-/// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
-/// changes.
-///
-/// An accept that failed midway (an I/O error, a kill) is rolled back first: every file it
-/// wrote gets its journaled old content back, so rejecting never leaves a half-applied change.
-pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
-    let _lock = super::lock::acquire(project)?;
-    if project.bin()?.get(id)?.accept_pending {
-        roll_back(project, id)?;
-    }
-    let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
-    project.archive_overlay(id)?;
-    Ok(rec)
-}
-
+/// How many prepared files may hold their directory's descriptor at once (far below any
+/// descriptor limit; a larger accept opens each directory again to commit).
+const HELD_DIRS: usize = 256;

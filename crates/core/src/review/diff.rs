@@ -7,8 +7,9 @@ use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::fsx;
 use super::merge;
-use crate::store::hash_bytes;
-use crate::store::overlay::{Change, Changed};
+use crate::store::bin::AgentRecord;
+use crate::store::overlay::{Change, Changed, Overlay};
+use crate::store::{hash_bytes, Hash};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -48,6 +49,14 @@ pub struct FileChange {
     /// wrote in its overlay).
     #[serde(skip)]
     pub rebased: bool,
+    /// The content hashes of `old` and `new`.
+    #[serde(skip)]
+    pub old_hash: Option<Hash>,
+    #[serde(skip)]
+    pub new_hash: Option<Hash>,
+    /// The stamp of the project's file when `old` was read from it.
+    #[serde(skip)]
+    pub seen: Option<fsx::Stamp>,
 }
 
 impl FileChange {
@@ -77,25 +86,40 @@ fn is_binary(bytes: &[u8]) -> bool {
 pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let Some(overlay) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
     let rec = project.bin()?.get(id)?;
-    let journal = if rec.state == State::Accepted { project.bin()?.journal(id)? } else { Vec::new() };
-    // The project's current versions are read on a few threads (I/O-bound), the merges here.
-    let all = overlay.changes()?;
-    let threads = crate::par::io_threads(all.len());
-    let currents = crate::par::map(&all, threads, "review (reading)", |c| match journal.iter().find(|j| j.path == c.path) {
-        Some(j) => Ok((j.old_content.clone(), j.old.map(|o| o.1), true)),
-        None => fsx::read(&project.root, &c.path).map(|r| match r {
-            Some((bytes, mode)) => (Some(bytes), Some(mode), false),
-            None => (None, None, false),
+    changes_in(project, &overlay, &rec)
+}
+
+/// [`changes`], for an agent whose record and overlay are open.
+pub(crate) fn changes_in(project: &Project, overlay: &Overlay, rec: &AgentRecord) -> Result<Vec<FileChange>> {
+    let journal = if rec.state == State::Accepted { project.bin()?.journal(&rec.id)? } else { Vec::new() };
+    // The project's current versions are read and hashed on a few threads (I/O-bound) while
+    // this one loads the agent's contents; the merges are done here.
+    let paths: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
+    let threads = crate::par::io_threads(paths.len());
+    let read = |path: &String| match journal.iter().find(|j| &j.path == path) {
+        Some(j) => Ok(Current { bytes: j.old_content.clone(), mode: j.old.map(|o| o.1), hash: j.old.map(|o| o.0), seen: None, journaled: true }),
+        None => fsx::read_stamped(&project.root, path, None).map(|r| match r {
+            Some((bytes, mode, seen)) => Current { hash: Some(hash_bytes(&bytes)), bytes: Some(bytes), mode: Some(mode), seen: Some(seen), journaled: false },
+            None => Current { bytes: None, mode: None, hash: None, seen: None, journaled: false },
         }),
-    })?;
+    };
+    let (all, currents) = std::thread::scope(|s| {
+        let reader = s.spawn(|| crate::par::map(&paths, threads, "review (reading)", read));
+        let all = overlay.changes();
+        (all, reader.join().unwrap_or_else(|_| Err(crate::error::Error::panicked("review (reading)"))))
+    });
+    let (all, currents) = (all?, currents?);
+    if all.iter().map(|c| &c.path).ne(paths.iter()) {
+        return Err(crate::error::Error::Overlay { id: rec.id.clone(), message: "its entries changed while being reviewed".into() });
+    }
     let mut out = Vec::new();
     for (c, current) in all.into_iter().zip(currents) {
-        let (old, old_mode, journaled) = current?;
-        let (agent, new_mode) = match &c.change {
-            Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
-            Change::Delete => (None, None),
+        let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled } = current?;
+        let (agent, new_mode, agent_hash) = match &c.change {
+            Change::Write { content, mode, hash } => (Some(content.clone()), Some(*mode), Some(*hash)),
+            Change::Delete => (None, None, None),
         };
-        let rebased = !(journaled || old.as_deref().map(hash_bytes) == c.base);
+        let rebased = !(journaled || old_hash == c.base);
         let (new, conflicts, file_conflict) = if rebased {
             let base_content = if c.base.is_some() { overlay.base_content(&c.path)? } else { None };
             rebase(project, &c, base_content.as_deref(), old.as_deref(), agent)
@@ -111,9 +135,19 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
             continue;
         }
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
-        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased });
+        let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
+        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen });
     }
     Ok(out)
+}
+
+/// A path's version in the project (or in the journal, for an accepted agent).
+struct Current {
+    bytes: Option<Vec<u8>>,
+    mode: Option<u32>,
+    hash: Option<Hash>,
+    seen: Option<fsx::Stamp>,
+    journaled: bool,
 }
 
 /// A rebased change: the new content, the conflicting line ranges, a whole-file conflict.

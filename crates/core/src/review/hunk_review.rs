@@ -140,7 +140,7 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
     };
     project.bin()?.journal_hunk(id, &entry)?;
     fsx::write_atomic(&project.root, path, &updated, mode)?;
-    crate::sync::record_known(project, &[(path.to_string(), Some(hash_bytes(&updated)))])?;
+    crate::sync::record_known(project, &[(path.to_string(), Some((hash_bytes(&updated), None)))])?;
     if overlay.get(path)?.flatten().is_some_and(|(b, _)| b == updated) {
         overlay.forget(path)?;
     }

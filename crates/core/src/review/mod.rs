@@ -14,9 +14,11 @@ pub mod hunk_review;
 pub mod hunks;
 pub mod lock;
 pub mod merge;
+pub mod reject;
 pub mod undo;
 
-pub use accept::{accept, reject, AcceptReport};
+pub use accept::{accept, AcceptReport};
+pub use reject::reject;
 pub use diff::{changes, stat, unified, ChangeKind, FileChange};
 pub use hunk_review::{accept_hunk, file_hunks, reject_hunk, FileHunks, HunkReport};
 pub use hunks::Hunk;

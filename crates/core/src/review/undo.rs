@@ -1,7 +1,7 @@
 //! Undo: restores what accepting an agent changed, from its journal, refusing paths edited
 //! since the accept.
 
-use super::accept::journal_state;
+use super::reject::journal_state;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;

@@ -1,0 +1,68 @@
+//! Reject, and what undoes an accept's writes: the rollback of an interrupted accept and the
+//! check undo shares (which journaled paths were edited since).
+
+use super::accept::current;
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::bin::{AgentRecord, JournalEntry, TransitionExtra};
+use crate::store::{fsx, Hash};
+use crate::lifecycle::State;
+
+/// Restores the journaled old content of every path an interrupted accept of `id` reached,
+/// refusing (and changing nothing) when a path holds neither side (edited since).
+fn roll_back(project: &Project, id: &str) -> Result<()> {
+    let mut bin = project.bin()?;
+    let journal = bin.journal(id)?;
+    let (currents, edited) = journal_state(project, &journal)?;
+    if !edited.is_empty() {
+        return Err(Error::StaleBase { id: id.to_string(), paths: edited });
+    }
+    let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
+    for dir in dirs {
+        fsx::remove_temps(&project.root, dir)?;
+    }
+    let mut touched = Vec::new();
+    for (j, cur) in journal.iter().zip(currents) {
+        if cur == j.old.map(|o| o.0) {
+            continue;
+        }
+        match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => fsx::write_atomic(&project.root, &j.path, content, *mode)?,
+            _ => fsx::remove(&project.root, &j.path)?,
+        }
+        touched.push(j.path.clone());
+    }
+    crate::sync::refresh(project, &touched)?;
+    bin.abandon_accept(id)
+}
+
+/// The current hash of each journaled path, and the paths that hold neither the journal's old
+/// nor its new content (edited since): what undo and a rollback must refuse.
+pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Result<(Vec<Option<Hash>>, Vec<String>)> {
+    let mut currents = Vec::with_capacity(journal.len());
+    let mut edited = Vec::new();
+    for j in journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+            edited.push(j.path.clone());
+        }
+        currents.push(cur);
+    }
+    Ok((currents, edited))
+}
+
+/// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
+/// changes.
+///
+/// An accept that failed midway (an I/O error, a kill) is rolled back first: every file it
+/// wrote gets its journaled old content back, so rejecting never leaves a half-applied change.
+pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
+    let _lock = super::lock::acquire(project)?;
+    if project.bin()?.get(id)?.accept_pending {
+        roll_back(project, id)?;
+    }
+    let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
+    project.archive_overlay(id)?;
+    Ok(rec)
+}
+
