@@ -364,3 +364,51 @@ fn old_contents_live_beside_the_journal_and_undo_reads_them() {
     assert!(r.stderr.contains("old contents cannot be read"), "{}", r.stderr);
     assert_eq!(f.read_str("a.txt").unwrap(), "again", "a failed undo changed the file");
 }
+
+/// Accept writes files ahead while it reviews, and records in stable.db the status of what it
+/// wrote: after an accept mixing a rebased file (its content written ahead must not land),
+/// plain ones and a new directory, the index matches the disk without re-hashing anything.
+#[test]
+fn accept_lands_the_rebased_content_and_the_index_matches_the_disk() {
+    let f = Fixture::with_files(&[("f.py", BASE), ("a/b.txt", "b\n"), ("c.txt", "c\n")]);
+    let code = "write_file('f.py', read_file('f.py').replace('l2\\n', 'AGENT\\n'))\nwrite_file('a/b.txt', 'B\\n')\nwrite_file('c.txt', 'C\\n')\nwrite_file('new/d.txt', 'D\\n')";
+    let id = f.run_ok(code).id;
+    f.write("f.py", BASE.replace("l7\n", "MINE\n"));
+    f.cairn(&["accept", &id]).ok();
+    assert_eq!(f.read_str("f.py").unwrap(), BASE.replace("l2\n", "AGENT\n").replace("l7\n", "MINE\n"));
+    assert_eq!(f.read_str("a/b.txt").unwrap(), "B\n");
+    assert_eq!(f.read_str("c.txt").unwrap(), "C\n");
+    assert_eq!(f.read_str("new/d.txt").unwrap(), "D\n");
+    let leftovers: Vec<_> = f.tree().into_iter().filter(|(p, _)| p.contains("cairn-tmp")).map(|(p, _)| p).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    for (path, kind, _, hash) in f.stable_rows() {
+        if kind == 0 {
+            assert_eq!(hash.as_deref(), Some(blake3::hash(&f.read(&path).unwrap()).as_bytes().as_slice()), "{path}");
+        }
+    }
+    let report = cairn::sync::init(&f.project()).unwrap();
+    assert_eq!(report.hashed, 0, "the index holds each written file's size and mtime: {report:?}");
+}
+
+/// An unnamed temporary (`O_TMPFILE`) shows nowhere until committed, and dropping it leaves
+/// nothing: what accept's writing ahead relies on.
+#[test]
+fn an_unnamed_temporary_is_invisible_until_committed() {
+    use cairn::store::{atomic, fsx};
+    let f = Fixture::with_files(&[("d/a.txt", "old\n")]);
+    let listing = || std::fs::read_dir(f.root.join("d")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
+    let dir = || fsx::open_dir(&f.root, "d", false).unwrap();
+    let dropped = atomic::prepare_unnamed(&f.root, "d/a.txt", dir(), b"dropped\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
+    drop(dropped);
+    let kept = atomic::prepare_unnamed(&f.root, "d/a.txt", dir(), b"new\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
+    assert_eq!(listing(), vec!["a.txt".to_string()]);
+    assert_eq!(f.read_str("d/a.txt").unwrap(), "old\n");
+    let written = kept.written();
+    kept.commit().unwrap();
+    assert_eq!(listing(), vec!["a.txt".to_string()]);
+    assert_eq!(f.read_str("d/a.txt").unwrap(), "new\n");
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let md = std::fs::metadata(f.root.join("d/a.txt")).unwrap();
+    assert_eq!(md.permissions().mode() & 0o7777, 0o640);
+    assert_eq!((md.len(), md.mtime() * 1_000_000_000 + md.mtime_nsec()), (written.size, written.mtime_ns));
+}

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::paths::{self, IgnoreRules};
 use crate::project::Project;
-use crate::store::{self, fsx, stable::Entry, Kind};
+use crate::store::{self, atomic, fsx, stable::Entry, Kind};
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -132,7 +132,7 @@ fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
         .follow_links(false)
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
-            !paths::ALWAYS_SKIPPED.contains(&name.as_ref()) && !name.ends_with(fsx::TEMP_SUFFIX)
+            !paths::ALWAYS_SKIPPED.contains(&name.as_ref()) && !name.ends_with(atomic::TEMP_SUFFIX)
         })
         .threads(2)
         .build_parallel();
@@ -209,7 +209,7 @@ pub fn sync_paths(project: &Project, rules: &mut IgnoreRules, rels: &[String]) -
             }
         };
         let name = rel.rsplit('/').next().unwrap_or("");
-        if name.ends_with(fsx::TEMP_SUFFIX) || rules.is_ignored(&rel, md.is_dir()) {
+        if name.ends_with(atomic::TEMP_SUFFIX) || rules.is_ignored(&rel, md.is_dir()) {
             removals.push(rel);
             continue;
         }
@@ -273,8 +273,8 @@ pub fn refresh(project: &Project, rels: &[String]) -> Result<()> {
 }
 
 /// A path whose new state is already known: its content hash (`None`: removed) and, when the
-/// writer has it, the status it wrote ([`fsx::Written`]; otherwise taken from disk).
-pub type Known = (String, Option<(store::Hash, Option<fsx::Written>)>);
+/// writer has it, the status it wrote ([`atomic::Written`]; otherwise taken from disk).
+pub type Known = (String, Option<(store::Hash, Option<atomic::Written>)>);
 
 /// Records paths whose new content hash is already known: what accept uses, so it never
 /// re-reads what it just wrote.
@@ -286,7 +286,7 @@ pub fn record_known(project: &Project, paths: &[Known]) -> Result<()> {
         let (hash, written) = match known {
             Some((hash, Some(written))) => (*hash, *written),
             Some((hash, None)) => match std::fs::symlink_metadata(project.root.join(rel)) {
-                Ok(md) if md.is_file() => (*hash, fsx::Written { mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md) }),
+                Ok(md) if md.is_file() => (*hash, atomic::Written { mode: md.permissions().mode() & 0o7777, size: md.len(), mtime_ns: mtime_ns(&md) }),
                 _ => {
                     w.remove_tree(rel)?;
                     continue;

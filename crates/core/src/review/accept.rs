@@ -19,7 +19,8 @@ use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync};
 use crate::store::overlay::Overlay;
-use crate::store::{fsx, hash_bytes, Hash};
+use super::ahead::Ahead;
+use crate::store::{atomic, fsx, hash_bytes, Hash};
 use serde::Serialize;
 
 /// What an accept did.
@@ -116,6 +117,7 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
+    let ahead = Ahead::start(&project.root, &project.overlay_path(id));
     phases.mark("opened");
     let changed = super::diff::changes_in(project, &overlay, &rec)?;
     phases.mark("reviewed");
@@ -148,11 +150,11 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         }
         let old = c.old_hash.zip(c.old_mode);
         journal.push(JournalEntry { path: c.path, old, old_content: c.old, new });
-        work.push(Work { content: c.new, seen: Seen::At(c.seen) });
+        work.push(Work { content: c.new, seen: Seen::At(c.seen), ahead: std::sync::Mutex::new(None) });
     }
     let sync = bin.begin_accept(id, &journal)?;
     phases.mark("journaled");
-    let mut report = apply(project, overlay, &journal, work, &mut bin, id, sync, false, &phases)?;
+    let mut report = apply(project, overlay, &journal, (work, ahead), &mut bin, id, sync, false, &phases)?;
     report.forced = forced;
     Ok(report)
 }
@@ -194,7 +196,8 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
     }
     let journal = bin.journal(&rec.id)?;
     let sync = bin.journal_sync(&rec.id);
-    let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown }).collect();
+    let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown, ahead: std::sync::Mutex::new(None) }).collect();
+    let work = (work, Ahead::none());
     let mut report = apply(project, overlay, &journal, work, &mut bin, &rec.id, sync, true, &Phases::start())?;
     report.resumed = true;
     report.forced = conflicts;
@@ -214,6 +217,8 @@ fn journaled_contents(overlay: &Overlay, journal: &[JournalEntry], id: &str) -> 
 struct Work {
     content: Option<Vec<u8>>,
     seen: Seen,
+    /// That content, already written ahead (see [`super::ahead`]).
+    ahead: std::sync::Mutex<Option<atomic::Prepared>>,
 }
 
 /// What accept knows of a path before it prepares it.
@@ -227,13 +232,13 @@ enum Seen {
 /// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
 /// its overlay.
 #[allow(clippy::too_many_arguments)]
-fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: Vec<Work>, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: (Vec<Work>, Ahead), bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
     if resume {
         // What a killed writer left, once per directory and before any new write (the writes
         // below run concurrently and each makes its own temporary file).
         let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
         for dir in dirs {
-            fsx::remove_temps(&project.root, dir)?;
+            atomic::remove_temps(&project.root, dir)?;
         }
     }
     // An ordinary error up to the first rename (a full disk, a read-only directory, a file
@@ -305,11 +310,18 @@ impl Phases {
 /// fsync latency) while the journal's own fsync runs, then takes a last look at each path:
 /// a status that moved since its check (an editor saving meanwhile) stops the accept before
 /// anything changes in place.
-fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, sync: JournalSync) -> Result<Vec<Step>> {
+fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], (work, ahead): (Vec<Work>, Ahead), sync: JournalSync) -> Result<Vec<Step>> {
     let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
     let threads = crate::par::io_threads(work.len());
     let prepared = std::thread::scope(|s| {
         let synced = s.spawn(move || sync.sync());
+        // What was written ahead serves where it is exactly what lands.
+        let mut early = ahead.join();
+        for (j, w) in &work {
+            if let (Some((hash, mode, p)), Ok(mut slot)) = (early.remove(&j.path), w.ahead.lock()) {
+                *slot = (j.new == Some((hash, mode))).then_some(p);
+            }
+        }
         let keep = work.len() <= HELD_DIRS;
         let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, w)| prepare_one(project, j, w, keep))
             .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
@@ -333,7 +345,7 @@ fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<
 
 /// What one journal entry needs once every file is prepared.
 enum Step {
-    Write(fsx::Prepared),
+    Write(atomic::Prepared),
     Remove(String),
     Nothing,
 }
@@ -355,11 +367,13 @@ fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, keep: bool) -> 
             (cur.as_ref().map(|(bytes, mode, _)| (hash_bytes(bytes), *mode)), cur.map(|c| c.2))
         }
     };
+    // Written ahead into the very directory checked now, or written now.
+    let ahead = work.ahead.lock().ok().and_then(|mut a| a.take()).filter(|p| dir.as_ref().is_some_and(|d| p.is_in(d)));
     let step = match j.new {
-        Some((hash, mode)) if now != Some((hash, mode)) => {
-            let dir = dir.filter(|_| keep);
-            Step::Write(fsx::prepare_in(&project.root, &j.path, dir, work.content.as_deref().unwrap_or_default(), mode)?)
-        }
+        Some((hash, mode)) if now != Some((hash, mode)) => match ahead {
+            Some(p) => Step::Write(p),
+            None => Step::Write(atomic::prepare_in(&project.root, &j.path, dir.filter(|_| keep), work.content.as_deref().unwrap_or_default(), mode)?),
+        },
         Some(_) => Step::Nothing,
         None if now.is_some() => Step::Remove(j.path.clone()),
         None => Step::Nothing,

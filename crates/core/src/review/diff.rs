@@ -91,38 +91,35 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
 
 /// [`changes`], for an agent whose record and overlay are open.
 pub(crate) fn changes_in(project: &Project, overlay: &Overlay, rec: &AgentRecord) -> Result<Vec<FileChange>> {
+    let all = overlay.changes()?;
     let journal = if rec.state == State::Accepted { project.bin()?.journal(&rec.id)? } else { Vec::new() };
-    // The project's current versions are read and hashed on a few threads (I/O-bound) while
-    // this one loads the agent's contents; the merges are done here.
-    let paths: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
-    let threads = crate::par::io_threads(paths.len());
-    let read = |path: &String| match journal.iter().find(|j| &j.path == path) {
-        Some(j) => Ok(Current { bytes: j.old_content.clone(), mode: j.old.map(|o| o.1), hash: j.old.map(|o| o.0), seen: None, journaled: true }),
-        None => fsx::read_stamped(&project.root, path, None).map(|r| match r {
-            Some((bytes, mode, seen)) => Current { hash: Some(hash_bytes(&bytes)), bytes: Some(bytes), mode: Some(mode), seen: Some(seen), journaled: false },
-            None => Current { bytes: None, mode: None, hash: None, seen: None, journaled: false },
-        }),
-    };
-    let (all, currents) = std::thread::scope(|s| {
-        let reader = s.spawn(|| crate::par::map(&paths, threads, "review (reading)", read));
-        let all = overlay.changes();
-        (all, reader.join().unwrap_or_else(|_| Err(crate::error::Error::panicked("review (reading)"))))
-    });
-    let (all, currents) = (all?, currents?);
-    if all.iter().map(|c| &c.path).ne(paths.iter()) {
-        return Err(crate::error::Error::Overlay { id: rec.id.clone(), message: "its entries changed while being reviewed".into() });
-    }
+    // The project's current versions are read and hashed on a few threads (I/O-bound), the
+    // agent's contents hashed there too; the merges are done here.
+    let threads = crate::par::io_threads(all.len());
+    let currents = crate::par::map(&all, threads, "review (reading)", |c| {
+        let agent_hash = match &c.change {
+            Change::Write { content, .. } => Some(hash_bytes(content)),
+            Change::Delete => None,
+        };
+        match journal.iter().find(|j| j.path == c.path) {
+            Some(j) => Ok(Current { bytes: j.old_content.clone(), mode: j.old.map(|o| o.1), hash: j.old.map(|o| o.0), seen: None, journaled: true, agent_hash }),
+            None => fsx::read_stamped(&project.root, &c.path, None).map(|r| match r {
+                Some((bytes, mode, seen)) => Current { hash: Some(hash_bytes(&bytes)), bytes: Some(bytes), mode: Some(mode), seen: Some(seen), journaled: false, agent_hash },
+                None => Current { bytes: None, mode: None, hash: None, seen: None, journaled: false, agent_hash },
+            }),
+        }
+    })?;
     let mut out = Vec::new();
-    for (c, current) in all.into_iter().zip(currents) {
-        let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled } = current?;
-        let (agent, new_mode, agent_hash) = match &c.change {
-            Change::Write { content, mode, hash } => (Some(content.clone()), Some(*mode), Some(*hash)),
-            Change::Delete => (None, None, None),
+    for (c, current) in all.iter().zip(currents) {
+        let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled, agent_hash } = current?;
+        let (agent, new_mode) = match &c.change {
+            Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
+            Change::Delete => (None, None),
         };
         let rebased = !(journaled || old_hash == c.base);
         let (new, conflicts, file_conflict) = if rebased {
             let base_content = if c.base.is_some() { overlay.base_content(&c.path)? } else { None };
-            rebase(project, &c, base_content.as_deref(), old.as_deref(), agent)
+            rebase(project, c, base_content.as_deref(), old.as_deref(), agent)
         } else {
             (agent, Vec::new(), None)
         };
@@ -136,7 +133,7 @@ pub(crate) fn changes_in(project: &Project, overlay: &Overlay, rec: &AgentRecord
         }
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
-        out.push(FileChange { path: c.path, kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen });
+        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen });
     }
     Ok(out)
 }
@@ -148,6 +145,9 @@ struct Current {
     hash: Option<Hash>,
     seen: Option<fsx::Stamp>,
     journaled: bool,
+    /// The hash of the agent's content (computed here: the overlay's record of it is not
+    /// trusted for what lands).
+    agent_hash: Option<Hash>,
 }
 
 /// A rebased change: the new content, the conflicting line ranges, a whole-file conflict.

@@ -11,7 +11,7 @@ use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::bin::TransitionExtra;
 use crate::store::overlay::Overlay;
-use crate::store::{fsx, hash_bytes};
+use crate::store::{atomic, hash_bytes};
 use serde::Serialize;
 
 /// A text file of a proposal with its hunks (binary files have none).
@@ -139,7 +139,7 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
         new: Some((hash_bytes(&updated), mode)),
     };
     project.bin()?.journal_hunk(id, &entry)?;
-    fsx::write_atomic(&project.root, path, &updated, mode)?;
+    atomic::write_atomic(&project.root, path, &updated, mode)?;
     crate::sync::record_known(project, &[(path.to_string(), Some((hash_bytes(&updated), None)))])?;
     if overlay.get(path)?.flatten().is_some_and(|(b, _)| b == updated) {
         overlay.forget(path)?;

@@ -9,6 +9,7 @@
 //! - [`hunk_review`]: the hunks of a proposal for ghost text, and accepting or rejecting one.
 
 pub mod accept;
+mod ahead;
 pub mod diff;
 pub mod hunk_review;
 pub mod hunks;

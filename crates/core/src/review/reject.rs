@@ -5,7 +5,7 @@ use super::accept::current;
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::store::bin::{AgentRecord, JournalEntry, TransitionExtra};
-use crate::store::{fsx, Hash};
+use crate::store::{atomic, fsx, Hash};
 use crate::lifecycle::State;
 
 /// Restores the journaled old content of every path an interrupted accept of `id` reached,
@@ -19,7 +19,7 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
     }
     let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
     for dir in dirs {
-        fsx::remove_temps(&project.root, dir)?;
+        atomic::remove_temps(&project.root, dir)?;
     }
     let mut touched = Vec::new();
     for (j, cur) in journal.iter().zip(currents) {
@@ -27,7 +27,7 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
             continue;
         }
         match (&j.old, &j.old_content) {
-            (Some((_, mode)), Some(content)) => fsx::write_atomic(&project.root, &j.path, content, *mode)?,
+            (Some((_, mode)), Some(content)) => atomic::write_atomic(&project.root, &j.path, content, *mode)?,
             _ => fsx::remove(&project.root, &j.path)?,
         }
         touched.push(j.path.clone());

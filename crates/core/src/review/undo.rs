@@ -5,7 +5,7 @@ use super::reject::journal_state;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
-use crate::store::fsx;
+use crate::store::{atomic, fsx};
 use serde::Serialize;
 
 /// What an undo restored.
@@ -36,7 +36,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     for j in &journal {
         match (&j.old, &j.old_content) {
             (Some((_, mode)), Some(content)) => {
-                fsx::write_atomic(&project.root, &j.path, content, *mode)?;
+                atomic::write_atomic(&project.root, &j.path, content, *mode)?;
                 report.restored.push(j.path.clone());
             }
             _ => {

@@ -2,17 +2,17 @@
 //!
 //! Every path is walked component by component with `openat(O_NOFOLLOW)` from a directory
 //! descriptor of the root, so neither a symlink nor a `..` can lead a read or a write out of the
-//! project, whatever the tree looks like at that instant. Writes are atomic: a temporary file in
-//! the same directory, fsynced, renamed over the target, then the directory fsynced.
+//! project, whatever the tree looks like at that instant. Atomic writes build on it
+//! (`store/atomic.rs`).
 
 use crate::error::{Error, Result};
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-fn err(root: &Path, rel: &str, e: rustix::io::Errno) -> Error {
+pub(super) fn err(root: &Path, rel: &str, e: rustix::io::Errno) -> Error {
     Error::io(root.join(rel), std::io::Error::from(e))
 }
 
@@ -24,11 +24,24 @@ fn open_root(root: &Path) -> Result<OwnedFd> {
 /// Opens the directory `rel` (relative, `/`-separated, already normalized) under `root`,
 /// refusing symlinks on the way. With `create`, missing directories are made (mode 0755).
 pub fn open_dir(root: &Path, rel: &str, create: bool) -> Result<OwnedFd> {
+    if rel.split('/').any(|c| c == ".." || c == ".") {
+        return Err(Error::InvalidPath(rel.to_string()));
+    }
     let mut fd = open_root(root)?;
+    if rel.split('/').all(str::is_empty) {
+        return Ok(fd);
+    }
+    // One walk in the kernel, refusing symlinks and anything outside the root, where openat2
+    // exists (Linux 5.6); otherwise, or to create what is missing, one component at a time.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let beneath = rfs::ResolveFlags::BENEATH | rfs::ResolveFlags::NO_SYMLINKS | rfs::ResolveFlags::NO_MAGICLINKS;
+    match rfs::openat2(&fd, rel, flags, Mode::empty(), beneath) {
+        Ok(dir) => return Ok(dir),
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM | rustix::io::Errno::INVAL | rustix::io::Errno::AGAIN | rustix::io::Errno::XDEV) => {}
+        Err(rustix::io::Errno::NOENT) if create => {}
+        Err(e) => return Err(err(root, rel, e)),
+    }
     for comp in rel.split('/').filter(|c| !c.is_empty()) {
-        if comp == ".." || comp == "." {
-            return Err(Error::InvalidPath(rel.to_string()));
-        }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let next = match rfs::openat(&fd, comp, flags, Mode::empty()) {
             Ok(next) => next,
@@ -46,7 +59,7 @@ pub fn open_dir(root: &Path, rel: &str, create: bool) -> Result<OwnedFd> {
     Ok(fd)
 }
 
-fn split(rel: &str) -> (&str, &str) {
+pub(super) fn split(rel: &str) -> (&str, &str) {
     match rel.rfind('/') {
         Some(i) => (&rel[..i], &rel[i + 1..]),
         None => ("", rel),
@@ -100,7 +113,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    fn of(st: &rfs::Stat) -> Stamp {
+    pub(super) fn of(st: &rfs::Stat) -> Stamp {
         Stamp {
             dev: st.st_dev,
             ino: st.st_ino,
@@ -212,127 +225,6 @@ pub fn stat_mode(root: &Path, rel: &str) -> Result<Option<u32>> {
     }
 }
 
-/// Atomically replaces (or creates) `rel` with `content` and `mode`: temp file, fsync, rename,
-/// fsync of the directory. Parents are created. A symlink at `rel` is replaced, never followed.
-pub fn write_atomic(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<()> {
-    prepare(root, rel, content, mode)?.commit()
-}
-
-/// A file written and synced under a temporary name beside its target, not yet in place:
-/// [`Prepared::commit`] renames it over the target; dropping it uncommitted removes it. Accept
-/// prepares every file before the first rename, so an ordinary error (a full disk, a read-only
-/// directory) leaves the project untouched.
-/// It holds no descriptor (an accept of thousands of files prepares them all at once): the
-/// directory is opened again, symlink-safely, to commit or discard.
-pub struct Prepared {
-    root: std::path::PathBuf,
-    dir: String,
-    /// The directory, when the caller lent its descriptor (see [`prepare_in`]).
-    dfd: Option<OwnedFd>,
-    tmp: String,
-    name: String,
-    written: Written,
-    committed: bool,
-}
-
-/// The status of a prepared file once written and synced; a rename keeps it, so it is the
-/// status the file has in place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Written {
-    pub mode: u32,
-    pub size: u64,
-    pub mtime_ns: i64,
-}
-
-/// Writes `content` with `mode` under a fresh temporary name in `rel`'s directory (created if
-/// missing), synced, ready to [`Prepared::commit`].
-pub fn prepare(root: &Path, rel: &str, content: &[u8], mode: u32) -> Result<Prepared> {
-    prepare_in(root, rel, None, content, mode)
-}
-
-/// [`prepare`] in `rel`'s directory as already opened by [`open_dir`] (`None`: open it,
-/// creating what is missing). The [`Prepared`] keeps that descriptor to commit through: the
-/// caller bounds how many it holds at once.
-pub fn prepare_in(root: &Path, rel: &str, dfd: Option<OwnedFd>, content: &[u8], mode: u32) -> Result<Prepared> {
-    let (dir, name) = split(rel);
-    if name.is_empty() {
-        return Err(Error::InvalidPath(rel.to_string()));
-    }
-    let (dfd, keep) = match dfd {
-        Some(d) => (d, true),
-        None => (open_dir(root, dir, true)?, false),
-    };
-    let tmp = temp_name();
-    // O_EXCL: never write through anything already at that name (a planted link included).
-    let fd = rfs::openat(
-        &dfd,
-        tmp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode & 0o777),
-    )
-    .map_err(|e| err(root, rel, e))?;
-    let written = Written { mode: mode & 0o7777, size: content.len() as u64, mtime_ns: 0 };
-    let mut prepared = Prepared { root: root.to_path_buf(), dir: dir.to_string(), dfd: None, tmp, name: name.to_string(), written, committed: false };
-    // The umask may have narrowed the mode (or it has bits open() ignores): set it exactly,
-    // only then (a needless chmod is one more metadata change for the fsync to commit).
-    let st = rfs::fstat(&fd).map_err(|e| err(root, rel, e))?;
-    if st.st_mode & 0o7777 != mode & 0o7777 {
-        rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
-    }
-    let mut file = File::from(fd);
-    file.write_all(content).and_then(|_| file.sync_all()).map_err(|e| Error::io(root.join(rel), e))?;
-    let st = rfs::fstat(&file).map_err(|e| err(root, rel, e))?;
-    prepared.written.mtime_ns = st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64;
-    prepared.dfd = keep.then_some(dfd);
-    Ok(prepared)
-}
-
-impl Prepared {
-    /// The file's status once in place.
-    pub fn written(&self) -> Written {
-        self.written
-    }
-
-    fn rel(&self) -> String {
-        if self.dir.is_empty() { self.name.clone() } else { format!("{}/{}", self.dir, self.name) }
-    }
-
-    /// Runs `f` on its directory: the descriptor it was lent, or opened again symlink-safely.
-    fn in_dir<T>(&self, f: impl FnOnce(std::os::fd::BorrowedFd<'_>) -> T) -> Result<T> {
-        match &self.dfd {
-            Some(d) => Ok(f(d.as_fd())),
-            None => open_dir(&self.root, &self.dir, false).map(|d| f(d.as_fd())),
-        }
-    }
-
-    /// The stamp of what is at the target path now (see [`stamp`]).
-    pub fn target_stamp(&self) -> Result<Option<Stamp>> {
-        match self.in_dir(|d| rfs::statat(d, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW))? {
-            Ok(st) => Ok(Some(Stamp::of(&st))),
-            Err(rustix::io::Errno::NOENT) => Ok(None),
-            Err(e) => Err(err(&self.root, &self.rel(), e)),
-        }
-    }
-
-    /// Puts the file in place: rename over the target, then fsync of the directory.
-    pub fn commit(mut self) -> Result<()> {
-        let (renamed, synced) = self.in_dir(|d| match rfs::renameat(d, self.tmp.as_str(), d, self.name.as_str()) {
-            Ok(()) => (true, rfs::fsync(d)),
-            Err(e) => (false, Err(e)),
-        })?;
-        self.committed = renamed;
-        synced.map_err(|e| err(&self.root, &self.rel(), e))
-    }
-}
-
-impl Drop for Prepared {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = self.in_dir(|d| rfs::unlinkat(d, self.tmp.as_str(), AtFlags::empty()));
-        }
-    }
-}
-
 /// Removes the file `rel` (not following symlinks; a symlink itself is removed). Absent is fine.
 pub fn remove(root: &Path, rel: &str) -> Result<()> {
     let (dir, name) = split(rel);
@@ -346,31 +238,4 @@ pub fn remove(root: &Path, rel: &str) -> Result<()> {
         Err(rustix::io::Errno::NOENT) => Ok(()),
         Err(e) => Err(err(root, rel, e)),
     }
-}
-
-/// A fresh temporary name for [`write_atomic`]: short whatever the target's name (it must fit
-/// NAME_MAX next to a 255-byte name) and random (two writers never share one).
-pub fn temp_name() -> String {
-    format!(".{:016x}{TEMP_SUFFIX}", rand::random::<u64>())
-}
-
-fn is_temp_name(name: &str) -> bool {
-    name.len() == 17 + TEMP_SUFFIX.len() && name.starts_with('.') && name.ends_with(TEMP_SUFFIX) && name[1..17].bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// Suffix of cairn's temporary files; the watcher and the scanner skip such names.
-pub const TEMP_SUFFIX: &str = ".cairn-tmp";
-
-/// Removes the temporary files a killed [`write_atomic`] may have left in directory `dir`
-/// (relative; `""` is the root). Only under the review lock, before any write of this
-/// process: no other writer is running then.
-pub fn remove_temps(root: &Path, dir: &str) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(root.join(dir)) else { return Ok(()) };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if is_temp_name(&name) {
-            remove(root, &if dir.is_empty() { name } else { format!("{dir}/{name}") })?;
-        }
-    }
-    Ok(())
 }

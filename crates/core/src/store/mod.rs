@@ -9,6 +9,7 @@
 //! Architecture invariant: only this module writes SQL.
 
 pub mod bin;
+pub mod atomic;
 pub mod fsx;
 pub mod overlay;
 pub mod stable;
