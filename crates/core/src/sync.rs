@@ -297,7 +297,13 @@ pub fn record_known(project: &Project, paths: &[Known]) -> Result<()> {
                 continue;
             }
         };
-        dirs.extend(paths::ancestors(rel).map(str::to_string));
+        // Directories already indexed keep their row (a stale mtime there only makes the next
+        // re-index rewrite it); new ones are added.
+        for dir in paths::ancestors(rel) {
+            if !dirs.contains(dir) && !w.is_dir(dir)? {
+                dirs.insert(dir.to_string());
+            }
+        }
         w.upsert(&Entry { path: rel.clone(), kind: Kind::File, mode: written.mode, size: written.size, mtime_ns: written.mtime_ns, hash: Some(hash) })?;
     }
     upsert_dirs(project, &w, dirs)?;

@@ -117,9 +117,11 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
-    let ahead = Ahead::start(&project.root, &project.overlay_path(id));
     phases.mark("opened");
-    let changed = super::diff::changes_in(project, &overlay, &rec)?;
+    let agent = overlay.changes()?;
+    let ahead = Ahead::start(&project.root, &agent);
+    let changed = super::diff::changes_from(project, &overlay, &rec, &agent)?;
+    drop(agent);
     phases.mark("reviewed");
     for c in &changed {
         refuse_unsafe_path(project, &c.path)?;

@@ -4,11 +4,10 @@
 //! whose content turns out to be what lands (the path was not rebased) and drops the rest.
 
 use crate::store::atomic::{self, Prepared};
-use crate::store::overlay::Overlay;
+use crate::store::overlay::{Change, Changed};
 use crate::store::{fsx, hash_bytes, Hash};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{mpsc, Mutex};
 
 /// At most this many files are written ahead (each holds two descriptors until committed)...
 const MAX_FILES: usize = 200;
@@ -27,12 +26,22 @@ impl Ahead {
         Ahead(None)
     }
 
-    /// Starts writing the files of the overlay at `overlay` (opened again on the writer's
-    /// thread: its rows stream to the writers as they are read) into the project at `root`,
-    /// wherever the directory exists. Anything that fails is left for accept to write.
-    pub(crate) fn start(root: &Path, overlay: &Path) -> Ahead {
-        let (root, overlay) = (root.to_path_buf(), overlay.to_path_buf());
-        Ahead(std::thread::Builder::new().name("cairn-accept-ahead".into()).spawn(move || write(&root, &overlay)).ok())
+    /// Starts writing the written files among `all` (an overlay's entries) into the project at
+    /// `root`, wherever the directory exists. Anything that fails is left for accept to write.
+    pub(crate) fn start(root: &Path, all: &[Changed]) -> Ahead {
+        let mut items = Vec::new();
+        let mut bytes = 0;
+        for c in all {
+            if let Change::Write { content, mode, .. } = &c.change {
+                bytes += content.len();
+                if items.len() == MAX_FILES || bytes > MAX_BYTES {
+                    break;
+                }
+                items.push((c.path.clone(), content.clone(), mode & 0o777));
+            }
+        }
+        let root = root.to_path_buf();
+        Ahead(std::thread::Builder::new().name("cairn-accept-ahead".into()).spawn(move || write(&root, items)).ok())
     }
 
     /// What was written ahead, once the writer is done.
@@ -49,32 +58,12 @@ impl Drop for Ahead {
     }
 }
 
-fn write(root: &Path, overlay: &Path) -> Written {
-    let Ok(overlay) = Overlay::open_existing(overlay) else { return Written::new() };
-    let written = Mutex::new(Written::new());
-    let (tx, rx) = mpsc::sync_channel::<(String, Vec<u8>, u32)>(16);
-    let rx = Mutex::new(rx);
-    std::thread::scope(|s| {
-        for _ in 0..crate::par::io_threads(MAX_FILES) {
-            s.spawn(|| {
-                while let Some((path, content, mode)) = rx.lock().ok().and_then(|r| r.recv().ok()) {
-                    if let Some(p) = write_one(root, &path, &content, mode) {
-                        if let Ok(mut w) = written.lock() {
-                            w.insert(path, (hash_bytes(&content), mode, p));
-                        }
-                    }
-                }
-            });
-        }
-        let (mut files, mut bytes) = (0, 0);
-        let _ = overlay.each_written(|path, content, mode| {
-            files += 1;
-            bytes += content.len();
-            files <= MAX_FILES && bytes <= MAX_BYTES && tx.send((path.to_string(), content.to_vec(), mode & 0o777)).is_ok()
-        });
-        drop(tx);
+fn write(root: &Path, items: Vec<(String, Vec<u8>, u32)>) -> Written {
+    let threads = crate::par::io_threads(items.len());
+    let written = crate::par::map(&items, threads, "accept (writing ahead)", |(path, content, mode)| {
+        write_one(root, path, content, *mode).map(|p| (path.clone(), (hash_bytes(content), *mode, p)))
     });
-    written.into_inner().unwrap_or_default()
+    written.map(|w| w.into_iter().flatten().collect()).unwrap_or_default()
 }
 
 fn write_one(root: &Path, path: &str, content: &[u8], mode: u32) -> Option<Prepared> {

@@ -86,17 +86,17 @@ fn is_binary(bytes: &[u8]) -> bool {
 pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let Some(overlay) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
     let rec = project.bin()?.get(id)?;
-    changes_in(project, &overlay, &rec)
+    changes_from(project, &overlay, &rec, &overlay.changes()?)
 }
 
-/// [`changes`], for an agent whose record and overlay are open.
-pub(crate) fn changes_in(project: &Project, overlay: &Overlay, rec: &AgentRecord) -> Result<Vec<FileChange>> {
-    let all = overlay.changes()?;
+/// [`changes`], for an agent whose record and overlay are open, from the overlay's entries
+/// `all` (already loaded).
+pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentRecord, all: &[Changed]) -> Result<Vec<FileChange>> {
     let journal = if rec.state == State::Accepted { project.bin()?.journal(&rec.id)? } else { Vec::new() };
     // The project's current versions are read and hashed on a few threads (I/O-bound), the
     // agent's contents hashed there too; the merges are done here.
     let threads = crate::par::io_threads(all.len());
-    let currents = crate::par::map(&all, threads, "review (reading)", |c| {
+    let currents = crate::par::map(all, threads, "review (reading)", |c| {
         let agent_hash = match &c.change {
             Change::Write { content, .. } => Some(hash_bytes(content)),
             Change::Delete => None,

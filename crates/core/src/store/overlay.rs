@@ -189,21 +189,6 @@ impl Overlay {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Calls `f` with each written file (path, content, mode) in path order, while it returns
-    /// true: the rows stream by, none is held after its call.
-    pub fn each_written(&self, mut f: impl FnMut(&str, &[u8], u32) -> bool) -> Result<()> {
-        let mut st = self.conn.prepare_cached("SELECT path, content, mode FROM entries WHERE kind != ?1 ORDER BY path")?;
-        let mut rows = st.query([Kind::Whiteout as i64])?;
-        while let Some(r) = rows.next()? {
-            let path = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            let content = r.get_ref(1)?.as_blob_or_null().map_err(rusqlite::Error::from)?.unwrap_or_default();
-            if !f(path, content, r.get(2)?) {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// The content of `path` when the agent first touched it, when recorded (overlays from
     /// before the three-way review, and files over the read cap, have none: review is then
     /// two-way for that path).

@@ -116,6 +116,12 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Is `path` indexed as a directory (this batch included)?
+    pub fn is_dir(&self, path: &str) -> Result<bool> {
+        let mut st = self.tx.prepare_cached("SELECT 1 FROM entries WHERE path = ?1 AND kind = ?2")?;
+        Ok(st.exists(params![path, Kind::Dir as i64])?)
+    }
+
     /// Removes `path` and, if it is a directory, everything below it.
     pub fn remove_tree(&self, path: &str) -> Result<()> {
         let mut st = self.tx.prepare_cached("DELETE FROM entries WHERE path = ?1 OR (path > ?2 AND path < ?3)")?;
