@@ -127,6 +127,11 @@ impl Stamp {
 
 /// The stamp of whatever is at `rel` (not following a symlink there), `None` when nothing is.
 pub fn stamp(root: &Path, rel: &str) -> Result<Option<Stamp>> {
+    Ok(stat_nofollow(root, rel)?.map(|st| Stamp::of(&st)))
+}
+
+/// The status of whatever is at `rel` (not following a symlink there), `None` when nothing is.
+fn stat_nofollow(root: &Path, rel: &str) -> Result<Option<rfs::Stat>> {
     let (dir, name) = split(rel);
     let dfd = match open_dir(root, dir, false) {
         Ok(d) => d,
@@ -134,7 +139,7 @@ pub fn stamp(root: &Path, rel: &str) -> Result<Option<Stamp>> {
         Err(e) => return Err(e),
     };
     match rfs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(Stamp::of(&st))),
+        Ok(st) => Ok(Some(st)),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(err(root, rel, e)),
     }
@@ -211,18 +216,7 @@ fn is_absent(e: &std::io::Error) -> bool {
 
 /// The mode of a regular file under the root, `None` when absent (symlinks count as absent).
 pub fn stat_mode(root: &Path, rel: &str) -> Result<Option<u32>> {
-    let (dir, name) = split(rel);
-    let dfd = match open_dir(root, dir, false) {
-        Ok(d) => d,
-        Err(Error::Io { source, .. }) if is_absent(&source) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    match rfs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile => Ok(Some(st.st_mode & 0o7777)),
-        Ok(_) => Ok(None),
-        Err(rustix::io::Errno::NOENT) => Ok(None),
-        Err(e) => Err(err(root, rel, e)),
-    }
+    Ok(stat_nofollow(root, rel)?.filter(|st| rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile).map(|st| st.st_mode & 0o7777))
 }
 
 /// Removes the file `rel` (not following symlinks; a symlink itself is removed). Absent is fine.
