@@ -152,11 +152,11 @@ pub fn accept(project: &Project, id: &str, force: bool) -> Result<AcceptReport> 
         }
         let old = c.old_hash.zip(c.old_mode);
         journal.push(JournalEntry { path: c.path, old, old_content: c.old, new });
-        work.push(Work { content: c.new, seen: Seen::At(c.seen), ahead: std::sync::Mutex::new(None) });
+        work.push(Work { content: c.new, seen: Seen::At(c.seen) });
     }
     let sync = bin.begin_accept(id, &journal)?;
     phases.mark("journaled");
-    let mut report = apply(project, overlay, &journal, (work, ahead), &mut bin, id, sync, false, &phases)?;
+    let mut report = apply(project, overlay, &journal, work, ahead, &mut bin, id, sync, false, &phases)?;
     report.forced = forced;
     Ok(report)
 }
@@ -198,9 +198,8 @@ fn resume_accept(project: &Project, rec: &AgentRecord, force: bool) -> Result<Ac
     }
     let journal = bin.journal(&rec.id)?;
     let sync = bin.journal_sync(&rec.id);
-    let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown, ahead: std::sync::Mutex::new(None) }).collect();
-    let work = (work, Ahead::none());
-    let mut report = apply(project, overlay, &journal, work, &mut bin, &rec.id, sync, true, &Phases::start())?;
+    let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown }).collect();
+    let mut report = apply(project, overlay, &journal, work, Ahead::none(), &mut bin, &rec.id, sync, true, &Phases::start())?;
     report.resumed = true;
     report.forced = conflicts;
     Ok(report)
@@ -219,8 +218,6 @@ fn journaled_contents(overlay: &Overlay, journal: &[JournalEntry], id: &str) -> 
 struct Work {
     content: Option<Vec<u8>>,
     seen: Seen,
-    /// That content, already written ahead (see [`super::ahead`]).
-    ahead: std::sync::Mutex<Option<atomic::Prepared>>,
 }
 
 /// What accept knows of a path before it prepares it.
@@ -234,7 +231,7 @@ enum Seen {
 /// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
 /// its overlay.
 #[allow(clippy::too_many_arguments)]
-fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: (Vec<Work>, Ahead), bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
+fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
     if resume {
         // What a killed writer left, once per directory and before any new write (the writes
         // below run concurrently and each makes its own temporary file).
@@ -246,7 +243,7 @@ fn apply(project: &Project, overlay: Overlay, journal: &[JournalEntry], work: (V
     // An ordinary error up to the first rename (a full disk, a read-only directory, a file
     // edited meanwhile) leaves the project as it was, and a fresh accept is abandoned: the
     // agent stays reviewable.
-    let steps = match prepare_all(project, id, journal, work, sync) {
+    let steps = match prepare_all(project, id, journal, work, ahead, sync) {
         Ok(steps) => {
             phases.mark("prepared");
             steps
@@ -312,20 +309,19 @@ impl Phases {
 /// fsync latency) while the journal's own fsync runs, then takes a last look at each path:
 /// a status that moved since its check (an editor saving meanwhile) stops the accept before
 /// anything changes in place.
-fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], (work, ahead): (Vec<Work>, Ahead), sync: JournalSync) -> Result<Vec<Step>> {
+fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync) -> Result<Vec<Step>> {
     let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
     let threads = crate::par::io_threads(work.len());
     let prepared = std::thread::scope(|s| {
         let synced = s.spawn(move || sync.sync());
         // What was written ahead serves where it is exactly what lands.
-        let mut early = ahead.join();
-        for (j, w) in &work {
-            if let (Some((hash, mode, p)), Ok(mut slot)) = (early.remove(&j.path), w.ahead.lock()) {
-                *slot = (j.new == Some((hash, mode))).then_some(p);
-            }
-        }
+        let early = std::sync::Mutex::new(ahead.join());
+        let take = |j: &JournalEntry| {
+            let written = early.lock().ok().and_then(|mut e| e.remove(&j.path));
+            written.filter(|(hash, mode, _)| j.new == Some((*hash, *mode))).map(|(_, _, p)| p)
+        };
         let keep = work.len() <= HELD_DIRS;
-        let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, w)| prepare_one(project, j, w, keep))
+        let prepared = crate::par::map(&work, threads, "accept (writing)", |(j, w)| prepare_one(project, j, w, take(j), keep))
             .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
         let synced = synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")));
         synced.and(prepared)
@@ -355,9 +351,10 @@ enum Step {
 /// Checks one journal entry's path and prepares its new version; also returns the path's
 /// stamp, for the last look before the renames. A fresh accept knows the path holds the
 /// journaled old content as long as its stamp has not moved since review read it; a resumed
-/// one reads it, and skips a path already done. With `keep`, the prepared file holds its
+/// one reads it, and skips a path already done. `ahead`: its new version written ahead, used
+/// when its directory is still the one checked now. With `keep`, the prepared file holds its
 /// directory's descriptor (a walk less for each later step; the caller bounds how many).
-fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, keep: bool) -> Result<(Step, Option<fsx::Stamp>)> {
+fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, ahead: Option<atomic::Prepared>, keep: bool) -> Result<(Step, Option<fsx::Stamp>)> {
     let dir = check_writable(project, &j.path)?;
     let (now, seen) = match work.seen {
         Seen::At(seen) => (j.old, seen),
@@ -370,7 +367,7 @@ fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, keep: bool) -> 
         }
     };
     // Written ahead into the very directory checked now, or written now.
-    let ahead = work.ahead.lock().ok().and_then(|mut a| a.take()).filter(|p| dir.as_ref().is_some_and(|d| p.is_in(d)));
+    let ahead = ahead.filter(|p| dir.as_ref().is_some_and(|d| p.is_in(d)));
     let step = match j.new {
         Some((hash, mode)) if now != Some((hash, mode)) => match ahead {
             Some(p) => Step::Write(p),

@@ -86,7 +86,8 @@ pub fn prepare_in(root: &Path, rel: &str, dfd: Option<OwnedFd>, content: &[u8], 
 /// `Ok(None)` when the file system or the kernel cannot make unnamed files, or `/proc` (which
 /// names one at commit) is missing: the caller prepares a named one instead.
 pub fn prepare_unnamed(root: &Path, rel: &str, dfd: OwnedFd, content: &[u8], mode: u32) -> Result<Option<Prepared>> {
-    if !std::path::Path::new("/proc/self/fd").is_dir() {
+    static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
         return Ok(None);
     }
     let fd = match rfs::openat(&dfd, ".", OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC, Mode::from_raw_mode(mode & 0o777)) {
