@@ -57,7 +57,7 @@ impl Bin {
 
     /// Records a hunk-level decision on `path` (and the matching event).
     pub fn decide_hunk(&self, id: &str, path: &str, accepted: bool) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_tx()?;
         tx.execute(
             "INSERT INTO hunk_decisions(agent_id, path, ts_ms, accepted) VALUES (?1, ?2, ?3, ?4)",
             params![id, path, crate::time::now_ms(), accepted],

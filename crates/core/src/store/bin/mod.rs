@@ -169,6 +169,13 @@ pub struct Bin {
 }
 
 impl Bin {
+    /// A write transaction on a shared connection, taking the write lock at once: a deferred
+    /// one that reads first fails at once with "database is locked" when another process
+    /// commits in between (its busy timeout does not apply to that upgrade).
+    fn write_tx(&self) -> Result<rusqlite::Transaction<'_>> {
+        Ok(rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)?)
+    }
+
     /// Opens or creates the database. Commits survive a crash of any process (WAL,
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).

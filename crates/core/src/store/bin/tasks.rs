@@ -142,7 +142,7 @@ fn task_row(r: &Row) -> rusqlite::Result<TaskRow> {
 impl Bin {
     /// Inserts a new task (its id must be fresh), recording `who` created it.
     pub fn task_insert(&self, t: &TaskRow, who: &str) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_tx()?;
         tx.execute(
             &format!("INSERT INTO tasks({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
             params![t.id, t.title, t.body, t.status, t.assignee, json(&t.deps), json(&t.checks), t.agent, t.created_ms],
@@ -155,7 +155,7 @@ impl Bin {
     /// Writes a task's mutable fields (status, assignee, checks, agent) with one provenance
     /// entry `did` by `who`.
     pub fn task_update(&self, t: &TaskRow, who: &str, did: &str) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_tx()?;
         let n = tx.execute(
             "UPDATE tasks SET status = ?2, assignee = ?3, checks = ?4, agent_id = ?5 WHERE id = ?1",
             params![t.id, t.status, t.assignee, json(&t.checks), t.agent],
@@ -216,7 +216,7 @@ impl Bin {
     /// worker) and the session row, in one transaction. A key seen before returns its
     /// session instead (`None` for the agent's title means the task's title is used).
     pub fn session_begin(&self, task: &TaskRow, actor: &str, key: &str) -> Result<(SessionRow, bool)> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_tx()?;
         if let Some(existing) = tx.query_row(&format!("SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"), [key], session_row).optional()? {
             return Ok((existing, false));
         }
