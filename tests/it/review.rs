@@ -275,9 +275,10 @@ fn a_resumed_forced_accept_keeps_the_interim_user_edit_for_undo() {
         path: path.into(),
         old: Some((cairn::store::hash_bytes(old.as_bytes()), 0o644)),
         old_content: Some(old.as_bytes().to_vec()),
+        old_in_base: false,
         new: Some((cairn::store::hash_bytes(new.as_bytes()), 0o644)),
     };
-    bin.begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
+    let _unsynced = bin.begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
     f.write("a.txt", "A\n");
     // The user edits b.txt in between.
     f.write("b.txt", "mine\n");
@@ -300,9 +301,10 @@ fn reject_rolls_back_a_half_applied_accept() {
         path: path.into(),
         old: Some((cairn::store::hash_bytes(old.as_bytes()), 0o644)),
         old_content: Some(old.as_bytes().to_vec()),
+        old_in_base: false,
         new: Some((cairn::store::hash_bytes(new.as_bytes()), 0o644)),
     };
-    p.bin().unwrap().begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
+    let _unsynced = p.bin().unwrap().begin_accept(&s.id, &[entry("a.txt", "a\n", "A\n"), entry("b.txt", "b\n", "B\n")]).unwrap();
     f.write("a.txt", "A\n");
     f.cairn(&["reject", &s.id]).ok();
     assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "rolled back");
@@ -340,24 +342,28 @@ fn undo_removes_the_directories_accept_created() {
     assert!(f.root.join("keep/k.txt").is_file() && !f.root.join("keep/n.txt").exists());
 }
 
-/// An accept's old contents live in `.agentfs/journal/<id>.old`, outside `bin.db`: undo gives
+/// An accept's old contents, where the overlay does not keep them (the user changed the file
+/// after the agent read it), live in `.agentfs/journal/<id>.old`, outside `bin.db`: undo gives
 /// them back byte for byte; when that file is lost, undo refuses with a clear error and
 /// changes nothing.
 #[test]
 fn old_contents_live_beside_the_journal_and_undo_reads_them() {
-    let old_a = "a\n".repeat(3000);
-    let f = Fixture::with_files(&[("a.txt", old_a.as_str()), ("b.txt", "b\u{e9}\n")]);
+    let mine_a = "a\n".repeat(3000) + "mine\n";
+    let f = Fixture::with_files(&[("a.txt", "a\n".repeat(3000).as_str()), ("b.txt", "b\u{e9}\n")]);
     let s = f.run_ok("write_file('a.txt', 'A')\nwrite_file('b.txt', 'B')");
-    f.cairn(&["accept", &s.id]).ok();
+    f.write("a.txt", &mine_a);
+    f.write("b.txt", "mine b\u{e9}\n");
+    f.cairn(&["accept", &s.id, "--force"]).ok();
     let side = f.root.join(format!(".agentfs/journal/{}.old", s.id));
     let bytes = std::fs::read(&side).expect("the old contents file");
-    assert_eq!(bytes.len(), old_a.len() + "b\u{e9}\n".len());
+    assert_eq!(bytes.len(), mine_a.len() + "mine b\u{e9}\n".len());
     f.cairn(&["undo", &s.id]).ok();
-    assert_eq!(f.read_str("a.txt").unwrap(), old_a);
-    assert_eq!(f.read_str("b.txt").unwrap(), "b\u{e9}\n");
+    assert_eq!(f.read_str("a.txt").unwrap(), mine_a);
+    assert_eq!(f.read_str("b.txt").unwrap(), "mine b\u{e9}\n");
 
     let t = f.run_ok("write_file('a.txt', 'again')");
-    f.cairn(&["accept", &t.id]).ok();
+    f.write("a.txt", "mine again\n");
+    f.cairn(&["accept", &t.id, "--force"]).ok();
     std::fs::remove_file(f.root.join(format!(".agentfs/journal/{}.old", t.id))).unwrap();
     let r = f.cairn(&["undo", &t.id]);
     assert_ne!(r.code, 0);
@@ -411,4 +417,40 @@ fn an_unnamed_temporary_is_invisible_until_committed() {
     let md = std::fs::metadata(f.root.join("d/a.txt")).unwrap();
     assert_eq!(md.permissions().mode() & 0o7777, 0o640);
     assert_eq!((md.len(), md.mtime() * 1_000_000_000 + md.mtime_nsec()), (written.size, written.mtime_ns));
+}
+
+/// Where a file is as the agent read it, accept does not copy its old content into the
+/// journal: the agent's overlay keeps it (its base), and undo takes it from there. A path the
+/// user changed meanwhile is journaled in full, so undo gives back the user's version.
+#[test]
+fn undo_takes_unchanged_old_contents_from_the_overlay() {
+    let f = Fixture::with_files(&[("f.py", BASE), ("a/b.txt", "b\n")]);
+    let id = f.run_ok("write_file('f.py', read_file('f.py').replace('l2\\n', 'AGENT\\n'))\nwrite_file('a/b.txt', read_file('a/b.txt') + 'more\\n')").id;
+    f.write("f.py", BASE.replace("l7\n", "MINE\n"));
+    f.cairn(&["accept", &id]).ok();
+    let rows = f.project().bin().unwrap().journal_rows(&id).unwrap();
+    let row = |path: &str| rows.iter().find(|j| j.path == path).unwrap().clone();
+    assert!(row("a/b.txt").old_in_base && row("a/b.txt").old_content.is_none(), "{:?}", row("a/b.txt"));
+    assert!(!row("f.py").old_in_base, "the user's version is journaled in full");
+    f.cairn(&["undo", &id]).ok();
+    assert_eq!(f.read_str("a/b.txt").unwrap(), "b\n");
+    assert_eq!(f.read_str("f.py").unwrap(), BASE.replace("l7\n", "MINE\n"));
+}
+
+/// An old content kept in the overlay is checked against the journal's hash: a damaged
+/// overlay makes undo refuse, naming the path, and change nothing.
+#[test]
+fn undo_refuses_an_old_content_the_overlay_no_longer_matches() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let id = f.run_ok("write_file('a.txt', read_file('a.txt') + 'A\\n')\nwrite_file('b.txt', read_file('b.txt') + 'B\\n')").id;
+    f.cairn(&["accept", &id]).ok();
+    let overlay = f.project().archived_overlay_path(&id);
+    let db = rusqlite::Connection::open(&overlay).unwrap();
+    db.execute("UPDATE bases SET content = x'00' WHERE path = 'b.txt'", []).unwrap();
+    drop(db);
+    let r = f.cairn(&["undo", &id]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("b.txt"), "names the path: {}", r.stderr);
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\nA\n", "nothing restored");
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\nB\n");
 }

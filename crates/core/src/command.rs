@@ -210,11 +210,13 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Diff(DiffReport { id, files, text }))
         }
         Command::Accept { id, force } => {
-            let id = resolve(project, &id)?;
+            // One connection to bin.db for the whole accept.
+            let mut bin = project.bin()?;
+            let id = bin.resolve(&id)?;
             // A task's checks gate its agent's accept; accepting closes the task.
-            crate::tasks::gate_accept(project, &project.actor, &id, force)?;
-            let accepted = review::accept(project, &id, force)?;
-            crate::tasks::after_accept(project, &project.actor, &id)?;
+            crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
+            let accepted = review::accept(project, &mut bin, &id, force)?;
+            crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
         Command::Reject { id } => {

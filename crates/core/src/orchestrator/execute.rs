@@ -132,7 +132,10 @@ pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate
     };
     overlay.kv_set("submission", &submission.to_string())?;
     overlay.kv_set("result", &result.to_string())?;
-    bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })
+    let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;
+    // The overlay is final: after the transition (nobody waits on this), it becomes one file.
+    overlay.fold();
+    Ok(rec)
 }
 
 /// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted

@@ -57,6 +57,10 @@ pub struct FileChange {
     /// The stamp of the project's file when `old` was read from it.
     #[serde(skip)]
     pub seen: Option<fsx::Stamp>,
+    /// `old` is the very content the agent's overlay kept as this path's base (the user has
+    /// not changed the file since the agent read it).
+    #[serde(skip)]
+    pub old_is_base: bool,
 }
 
 impl FileChange {
@@ -92,7 +96,7 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
 /// [`changes`], for an agent whose record and overlay are open, from the overlay's entries
 /// `all` (already loaded).
 pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentRecord, all: &[Changed]) -> Result<Vec<FileChange>> {
-    let journal = if rec.state == State::Accepted { project.bin()?.journal(&rec.id)? } else { Vec::new() };
+    let journal = if rec.state == State::Accepted { super::journal(project, &project.bin()?, &rec.id)? } else { Vec::new() };
     // The project's current versions are read and hashed on a few threads (I/O-bound), the
     // agent's contents hashed there too; the merges are done here.
     let threads = crate::par::io_threads(all.len());
@@ -133,7 +137,8 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         }
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
-        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen });
+        let old_is_base = !journaled && !rebased && c.base_kept && old.is_some();
+        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base });
     }
     Ok(out)
 }

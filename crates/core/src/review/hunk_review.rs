@@ -2,7 +2,7 @@
 //! or rejecting one hunk. Decisions are recorded in `bin.db` (`hunk_decisions`), so an agent
 //! whose every hunk has been decided ends accepted when any hunk landed, else rejected.
 
-use super::accept::check_writable;
+use super::prepare::check_writable;
 use super::diff::{changes, ChangeKind, FileChange};
 use super::hunks::{accept_hunk as accept_hunk_bytes, drop_hunk, hunks_between, Hunk};
 use crate::store::bin::JournalEntry;
@@ -110,7 +110,7 @@ fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
     }
     drop(overlay);
     let mut bin = project.bin()?;
-    let accepted = !bin.journal(id)?.is_empty() || bin.hunks_accepted(id)? > 0;
+    let accepted = !bin.journal_rows(id)?.is_empty() || bin.hunks_accepted(id)? > 0;
     let to = if accepted { State::Accepted } else { State::Rejected };
     let message = if accepted { "accepted hunk by hunk" } else { "rejected hunk by hunk" };
     bin.transition(id, to, "finish review", TransitionExtra { message: Some(message), ..Default::default() })?;
@@ -136,6 +136,7 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
         path: path.to_string(),
         old: change.old.as_ref().map(|b| (hash_bytes(b), change.old_mode.unwrap_or(0o644))),
         old_content: change.old.clone(),
+        old_in_base: false,
         new: Some((hash_bytes(&updated), mode)),
     };
     project.bin()?.journal_hunk(id, &entry)?;

@@ -3,8 +3,9 @@
 //! - [`diff`]: what a proposal changes (against the project now, or the journal once
 //!   accepted) and its renderings (unified diff, `--stat`).
 //! - [`hunks`]: pure hunk math on lines: no I/O, table-driven tests.
-//! - [`accept`]: accept (stale-base refusal, journaled atomic writes, crash-resumable) and
-//!   reject.
+//! - [`accept`]: accept (stale-base refusal, journaled atomic writes, crash-resumable), with
+//!   `prepare` (checks, temporaries, the last look) and `ahead` (writing while review runs).
+//! - [`reject`]: reject, and rolling back an interrupted accept.
 //! - [`undo`]: restoring what an accept changed.
 //! - [`hunk_review`]: the hunks of a proposal for ghost text, and accepting or rejecting one.
 
@@ -15,6 +16,7 @@ pub mod hunk_review;
 pub mod hunks;
 pub mod lock;
 pub mod merge;
+mod prepare;
 pub mod reject;
 pub mod undo;
 
@@ -24,3 +26,27 @@ pub use diff::{changes, stat, unified, ChangeKind, FileChange};
 pub use hunk_review::{accept_hunk, file_hunks, reject_hunk, FileHunks, HunkReport};
 pub use hunks::Hunk;
 pub use undo::{undo, UndoReport};
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::bin::{Bin, JournalEntry};
+
+/// The journal of agent `id`'s accept with every old content in hand: those its overlay keeps
+/// as bases (`old_in_base`, where the file was as the agent read it) are read from the
+/// overlay, live or archived, and must hash to what the journal recorded.
+pub(crate) fn journal(project: &Project, bin: &Bin, id: &str) -> Result<Vec<JournalEntry>> {
+    let mut journal = bin.journal_rows(id)?;
+    if !journal.iter().any(|j| j.old_in_base) {
+        return Ok(journal);
+    }
+    let lost = |path: &str, why: &str| Error::Overlay { id: id.to_string(), message: format!("the content {path} had before the accept {why}") };
+    let overlay = project.existing_overlay(id)?.ok_or_else(|| lost("each path", "was kept in the agent's overlay, which is missing"))?;
+    for j in journal.iter_mut().filter(|j| j.old_in_base) {
+        let content = overlay.base_content(&j.path)?.ok_or_else(|| lost(&j.path, "is missing from the agent's overlay"))?;
+        if Some(crate::store::hash_bytes(&content)) != j.old.map(|o| o.0) {
+            return Err(lost(&j.path, "no longer matches its hash in the agent's overlay"));
+        }
+        j.old_content = Some(content);
+    }
+    Ok(journal)
+}

@@ -12,7 +12,7 @@ use crate::lifecycle::State;
 /// refusing (and changing nothing) when a path holds neither side (edited since).
 fn roll_back(project: &Project, id: &str) -> Result<()> {
     let mut bin = project.bin()?;
-    let journal = bin.journal(id)?;
+    let journal = super::journal(project, &bin, id)?;
     let (currents, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {
         return Err(Error::StaleBase { id: id.to_string(), paths: edited });

@@ -25,7 +25,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
         let from = if rec.undone { "accepted and already undone".to_string() } else { rec.state.to_string() };
         return Err(Error::IllegalTransition { id: id.to_string(), from, action: "undo (only accepted agents can be undone)".into() });
     }
-    let journal = bin.journal(id)?;
+    let journal = super::journal(project, &bin, id)?;
     // Already restored (an interrupted undo) or still as accepted: both fine.
     let (_, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {

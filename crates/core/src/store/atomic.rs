@@ -158,9 +158,9 @@ impl Prepared {
         }
     }
 
-    /// Puts the file in place: rename over the target, then fsync of the directory. An
-    /// unnamed file is first linked under a temporary name.
-    pub fn commit(mut self) -> Result<()> {
+    /// Gives an unnamed file its temporary name (a named one has it already). Only once the
+    /// accept's journal is on disk: from then on a crash leaves a name that resuming removes.
+    pub fn name(&mut self) -> Result<()> {
         if let Temp::Unnamed(fd, None) = &self.temp {
             let tmp = temp_name();
             let dfd = self.dfd.as_ref().ok_or_else(|| Error::Internal("an unnamed temporary without its directory".into()))?;
@@ -174,6 +174,13 @@ impl Prepared {
                 *linked = Some(tmp);
             }
         }
+        Ok(())
+    }
+
+    /// Puts the file in place: rename over the target, then fsync of the directory. An
+    /// unnamed file is first named ([`Prepared::name`]).
+    pub fn commit(mut self) -> Result<()> {
+        self.name()?;
         let tmp = match &self.temp {
             Temp::Named(tmp) | Temp::Unnamed(_, Some(tmp)) => tmp.clone(),
             Temp::Unnamed(_, None) => return Err(Error::Internal("an unnamed temporary was not linked".into())),

@@ -53,6 +53,8 @@ pub struct Changed {
     pub base: Option<Hash>,
     /// Mode of the project file then (kept when the agent rewrites it).
     pub base_mode: Option<u32>,
+    /// The overlay keeps that file's content too ([`Overlay::base_content`]).
+    pub base_kept: bool,
 }
 
 /// One row of the audit log.
@@ -70,6 +72,9 @@ pub struct AuditRecord {
 pub struct Overlay {
     conn: Connection,
 }
+
+/// How much of an overlay a reader maps (SQLite maps the file up to its size, at most this).
+const MAPPED: i64 = 256 << 20;
 
 impl Overlay {
     /// Opens or creates the overlay at `path`.
@@ -98,7 +103,11 @@ impl Overlay {
     /// Opens an overlay that must exist and be whole (an agent past executing has one): an
     /// empty or damaged file is an error naming it, never an empty proposal.
     pub fn open_existing(path: &Path) -> Result<Overlay> {
-        Overlay::with(super::open_existing(path, SCHEMA, "entries")?)
+        let conn = super::open_existing(path, SCHEMA, "entries")?;
+        // Review and accept read a whole overlay at once: mapped, a page read is a copy, not
+        // a system call. (Only cairn writes an overlay, and never truncates one under a reader.)
+        conn.pragma_update(None, "mmap_size", MAPPED)?;
+        Overlay::with(conn)
     }
 
     fn with(conn: Connection) -> Result<Overlay> {
@@ -108,6 +117,11 @@ impl Overlay {
             conn.execute("ALTER TABLE bases ADD COLUMN content BLOB", [])?;
         }
         Ok(Overlay { conn })
+    }
+
+    /// The database file.
+    pub fn file(&self) -> std::path::PathBuf {
+        std::path::PathBuf::from(self.conn.path().unwrap_or_default())
     }
 
     /// The overlay's entry for `path`: `Some(Some(..))` written, `Some(None)` whiteout.
@@ -172,7 +186,7 @@ impl Overlay {
     /// [`Overlay::base_content`]), ordered by path.
     pub fn changes(&self) -> Result<Vec<Changed>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode
+            "SELECT e.path, e.kind, e.mode, e.content, e.hash, b.hash, b.mode, b.content IS NOT NULL
              FROM entries e LEFT JOIN bases b ON b.path = e.path ORDER BY e.path",
         )?;
         let rows = st.query_map([], |r| {
@@ -184,7 +198,8 @@ impl Overlay {
                 let hash = hash_from_blob(r.get(4)?).unwrap_or_else(|| hash_bytes(&content));
                 Change::Write { content, mode: r.get(2)?, hash }
             };
-            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)? })
+            let base_kept = r.get::<_, Option<bool>>(7)?.unwrap_or(false);
+            Ok(Changed { path: r.get(0)?, change, base: hash_from_blob(r.get(5)?), base_mode: r.get(6)?, base_kept })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -195,6 +210,16 @@ impl Overlay {
     pub fn base_content(&self, path: &str) -> Result<Option<Vec<u8>>> {
         let mut st = self.conn.prepare_cached("SELECT content FROM bases WHERE path = ?1")?;
         Ok(st.query_row([path], |r| r.get::<_, Option<Vec<u8>>>(0)).optional()?.flatten())
+    }
+
+    /// Folds the WAL into the database file and empties it, once the agent is done writing.
+    /// Review and accept open the overlay afresh; with frames left in the WAL, each open would
+    /// first re-read all of it (a megabyte per hundred files) to rebuild the WAL's index.
+    /// Best effort: a reader still at work leaves the WAL as it is (nothing is lost either way).
+    pub fn fold(&self) {
+        if let Err(e) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+            tracing::debug!("overlay checkpoint: {e}");
+        }
     }
 
     /// Number of distinct paths written or deleted so far.

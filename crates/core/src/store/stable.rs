@@ -101,8 +101,11 @@ pub struct Writer<'c> {
 impl Writer<'_> {
     /// Inserts or replaces an entry.
     pub fn upsert(&self, e: &Entry) -> Result<()> {
+        // An update in place where the path is indexed: its parent (the one indexed column) is
+        // the same, so the parent index is left alone (a replace would delete and re-insert it).
         let mut st = self.tx.prepare_cached(
-            "INSERT OR REPLACE INTO entries(path, parent, kind, mode, size, mtime_ns, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO entries(path, parent, kind, mode, size, mtime_ns, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash",
         )?;
         st.execute(params![
             e.path,

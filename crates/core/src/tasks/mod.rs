@@ -14,6 +14,7 @@ pub mod sessions;
 
 use crate::error::{Error, Result};
 use crate::project::Project;
+use crate::store::bin::Bin;
 use serde::Serialize;
 
 pub use crate::store::bin::{Check, CheckResult, Provenance, TaskRow};
@@ -228,9 +229,8 @@ pub fn link_agent(project: &Project, who: &str, id: &str, agent: &str) -> Result
 }
 
 /// Before accepting `agent`: refuses when its task has failing or pending checks, naming
-/// them, unless `force` (recorded in the task's provenance).
-pub fn gate_accept(project: &Project, who: &str, agent: &str, force: bool) -> Result<()> {
-    let bin = project.bin()?;
+/// them, unless `force` (recorded in the task's provenance). `bin`: the accept's connection.
+pub fn gate_accept(bin: &Bin, who: &str, agent: &str, force: bool) -> Result<()> {
     let Some(id) = bin.task_of_agent(agent)? else { return Ok(()) };
     let t = bin.task_get(&id)?;
     let blocking = checks::blocking(&t);
@@ -244,8 +244,7 @@ pub fn gate_accept(project: &Project, who: &str, agent: &str, force: bool) -> Re
 }
 
 /// After accepting `agent`: closes its task when every check passes.
-pub fn after_accept(project: &Project, who: &str, agent: &str) -> Result<()> {
-    let bin = project.bin()?;
+pub fn after_accept(project: &Project, bin: &Bin, who: &str, agent: &str) -> Result<()> {
     let Some(id) = bin.task_of_agent(agent)? else { return Ok(()) };
     let mut t = bin.task_get(&id)?;
     let flow = Flow::of(project);

@@ -7,7 +7,7 @@
 //! per accept through the WAL and its checkpoints cost more than the whole rest of the
 //! journal. Hunk accepts and `--force` re-journaling keep theirs in the row.
 
-use super::{apply_transition, AgentRecord, Bin, JournalEntry, TransitionExtra};
+use super::{apply_transition, Bin, JournalEntry, TransitionExtra};
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::store::{hash_from_blob, Hash};
@@ -22,28 +22,53 @@ use std::path::{Path, PathBuf};
 pub struct JournalSync {
     /// The WAL, and the agent's file of old contents.
     files: [PathBuf; 2],
+    /// The agent's overlay (database, WAL), which keeps old contents too (`old_in_base`) and
+    /// the rebased contents an accept writes to it.
+    overlay: Option<(PathBuf, PathBuf)>,
 }
 
 impl JournalSync {
+    /// Also makes the overlay at `db` durable: it holds what the journal points to.
+    pub fn with_overlay(mut self, db: &Path) -> JournalSync {
+        self.overlay = Some((db.to_path_buf(), PathBuf::from(format!("{}-wal", db.display()))));
+        self
+    }
+
     pub fn sync(self) -> Result<()> {
         for path in &self.files {
-            match std::fs::File::open(path) {
-                Ok(f) => f.sync_all().map_err(|e| Error::io(path, e))?,
-                // No WAL (a checkpoint folded it into the database and synced that), or no
-                // old contents.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(path, e)),
+            sync_file(path)?;
+        }
+        // An empty WAL: the last checkpoint (the one a finished run makes) synced the database,
+        // so all of it is on disk already.
+        if let Some((db, wal)) = &self.overlay {
+            if std::fs::metadata(wal).is_ok_and(|m| m.len() > 0) {
+                sync_file(wal)?;
+                sync_file(db)?;
             }
         }
         Ok(())
     }
 }
 
-/// Adds the columns that point into the file of old contents to journals made before it.
+/// fsync of `path`, if it exists: no WAL (a checkpoint folded it into the database and synced
+/// that), or no old contents, is nothing to sync.
+fn sync_file(path: &Path) -> Result<()> {
+    match std::fs::File::open(path) {
+        Ok(f) => f.sync_all().map_err(|e| Error::io(path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Adds the columns that point into the file of old contents, and the mark of an old content
+/// kept in the overlay, to journals made before them.
 pub(super) fn migrate(conn: &rusqlite::Connection) -> Result<()> {
-    let has: bool = conn.prepare("SELECT 1 FROM pragma_table_info('journal') WHERE name = 'old_at'")?.exists([])?;
-    if !has {
+    let has = |col: &str| -> Result<bool> { Ok(conn.prepare("SELECT 1 FROM pragma_table_info('journal') WHERE name = ?1")?.exists([col])?) };
+    if !has("old_at")? {
         conn.execute_batch("ALTER TABLE journal ADD COLUMN old_at INTEGER; ALTER TABLE journal ADD COLUMN old_len INTEGER;")?;
+    }
+    if !has("old_base")? {
+        conn.execute_batch("ALTER TABLE journal ADD COLUMN old_base INTEGER;")?;
     }
     Ok(())
 }
@@ -62,7 +87,7 @@ impl Bin {
     /// accept's journal too).
     pub fn journal_sync(&self, id: &str) -> JournalSync {
         let db = self.conn.path().unwrap_or_default().to_string();
-        JournalSync { files: [PathBuf::from(format!("{db}-wal")), self.old_contents(id)] }
+        JournalSync { files: [PathBuf::from(format!("{db}-wal")), self.old_contents(id)], overlay: None }
     }
 
     /// `journal/<id>.old` beside `bin.db`.
@@ -129,7 +154,7 @@ impl Bin {
     /// edited after the first attempt: undo then gives back that edit, not the older content.
     pub fn rejournal_old(&mut self, id: &str, path: &str, old: Option<(Hash, u32)>, old_content: Option<&[u8]>) -> Result<()> {
         self.conn.execute(
-            "UPDATE journal SET old_hash = ?3, old_mode = ?4, old_content = ?5, old_at = NULL, old_len = NULL WHERE agent_id = ?1 AND path = ?2",
+            "UPDATE journal SET old_hash = ?3, old_mode = ?4, old_content = ?5, old_at = NULL, old_len = NULL, old_base = NULL WHERE agent_id = ?1 AND path = ?2",
             params![id, path, old.map(|o| o.0.to_vec()), old.map(|o| o.1), old_content],
         )?;
         Ok(())
@@ -166,14 +191,17 @@ impl Bin {
         let _ = std::fs::remove_file(self.old_contents(id));
     }
 
-    pub fn journal(&self, id: &str) -> Result<Vec<JournalEntry>> {
+    /// The journal's rows as stored: an old content kept in the agent's overlay
+    /// (`old_in_base`) comes back as `None`; `review::journal` fetches it.
+    pub fn journal_rows(&self, id: &str) -> Result<Vec<JournalEntry>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len FROM journal WHERE agent_id = ?1 ORDER BY path",
+            "SELECT path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len, old_base FROM journal WHERE agent_id = ?1 ORDER BY path",
         )?;
         let rows = st.query_map([id], |r| {
             let pair = |h: Option<Vec<u8>>, m: Option<u32>| hash_from_blob(h).map(|h| (h, m.unwrap_or(0o644)));
             let place: (Option<i64>, Option<i64>) = (r.get(6)?, r.get(7)?);
-            let entry = JournalEntry { path: r.get(0)?, old: pair(r.get(1)?, r.get(2)?), old_content: r.get(3)?, new: pair(r.get(4)?, r.get(5)?) };
+            let old_in_base = r.get::<_, Option<i64>>(8)?.is_some_and(|b| b != 0);
+            let entry = JournalEntry { path: r.get(0)?, old: pair(r.get(1)?, r.get(2)?), old_content: r.get(3)?, old_in_base, new: pair(r.get(4)?, r.get(5)?) };
             Ok((entry, place))
         })?;
         let mut out = Vec::new();
@@ -190,16 +218,12 @@ impl Bin {
     /// Completes a pending accept: accepted, pending cleared, event appended. Should power
     /// fail before this commit reaches the disk, the accept is still pending and the next
     /// `accept` re-verifies every file from the journal and finishes it.
-    pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
-        self.write_finish(id, message)
-    }
-
-    fn write_finish(&mut self, id: &str, message: &str) -> Result<AgentRecord> {
+    pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
         apply_transition(&tx, id, State::Accepted, &TransitionExtra { message: Some(message), ..Default::default() })?;
         tx.commit()?;
-        self.get(id)
+        Ok(())
     }
 
 }
@@ -209,11 +233,12 @@ impl Bin {
 /// `place`: where the old content sits in the agent's file of old contents (else in the row).
 fn upsert(tx: &rusqlite::Transaction<'_>, id: &str, e: &JournalEntry, place: Option<(u64, u64)>) -> Result<()> {
     let mut st = tx.prepare_cached(
-        "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        "INSERT INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode, old_at, old_len, old_base) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT(agent_id, path) DO UPDATE SET new_hash = excluded.new_hash, new_mode = excluded.new_mode",
     )?;
     let inline = if place.is_some() { None } else { e.old_content.as_deref() };
     let (at, len) = place.map_or((None, None), |(a, l)| (Some(a as i64), Some(l as i64)));
-    st.execute(params![id, e.path, e.old.map(|o| o.0.to_vec()), e.old.map(|o| o.1), inline, e.new.map(|n| n.0.to_vec()), e.new.map(|n| n.1), at, len])?;
+    let base = e.old_in_base.then_some(1);
+    st.execute(params![id, e.path, e.old.map(|o| o.0.to_vec()), e.old.map(|o| o.1), inline, e.new.map(|n| n.0.to_vec()), e.new.map(|n| n.1), at, len, base])?;
     Ok(())
 }

@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS journal(
     new_mode INTEGER,
     old_at INTEGER,
     old_len INTEGER,
+    old_base INTEGER,
     PRIMARY KEY(agent_id, path)
 ) WITHOUT ROWID;
 ";
@@ -117,7 +118,11 @@ pub struct JournalEntry {
     pub path: String,
     /// Project file before the accept (`None` = absent).
     pub old: Option<(Hash, u32)>,
+    /// Its content, when the journal holds it (see `old_in_base`).
     pub old_content: Option<Vec<u8>>,
+    /// The old content is not in the journal: it is the base the agent's overlay kept for this
+    /// path (`review::journal` fetches it from there; `old_content` is then `None` as read).
+    pub old_in_base: bool,
     /// What the accept puts there (`None` = delete).
     pub new: Option<(Hash, u32)>,
 }
@@ -225,6 +230,11 @@ impl Bin {
     pub fn resolve(&self, prefix: &str) -> Result<String> {
         if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_alphanumeric()) {
             return Err(Error::UnknownAgent(prefix.to_string()));
+        }
+        // A whole id (what the frontends pass) is one lookup; a prefix scans the agents.
+        let mut exact = self.conn.prepare_cached("SELECT 1 FROM agents WHERE id = ?1")?;
+        if exact.exists([prefix])? {
+            return Ok(prefix.to_string());
         }
         let mut st = self.conn.prepare_cached("SELECT id FROM agents WHERE id LIKE ?1 || '%' ORDER BY seq LIMIT 6")?;
         let ids: Vec<String> = st.query_map([prefix], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;

@@ -1,0 +1,194 @@
+//! Accept's preparation: each path checked (never through a symlink, its directory
+//! writable), every new file written and synced under a temporary name, or taken from what
+//! was written ahead, then a last look at each path before anything goes in place.
+
+use super::ahead::Ahead;
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::bin::{JournalEntry, JournalSync};
+use crate::store::{atomic, fsx, hash_bytes, Hash};
+
+/// Refuses paths whose parent chain passes through a symlink or a non-directory: accept never
+/// writes through them, whatever was there when the agent ran. Returns the parent directory
+/// when it exists, opened symlink-safely.
+pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<Option<std::os::fd::OwnedFd>> {
+    let parent = crate::paths::parent(rel);
+    match fsx::open_dir(&project.root, parent, false) {
+        Ok(dir) => {
+            // A read-only directory or a directory at the file's path would fail the write
+            // midway: refuse before the first one.
+            let denied = |why: &str| Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string()));
+            if rustix::fs::accessat(&dir, ".", rustix::fs::Access::WRITE_OK, rustix::fs::AtFlags::empty()).is_err() {
+                return Err(denied("its directory is not writable"));
+            }
+            match rustix::fs::statat(&dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Err(denied("a directory is at that path")),
+                _ => Ok(Some(dir)),
+            }
+        }
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
+            // Missing directories are created, but none of the existing ancestors may be a link.
+            let mut dir = String::new();
+            for comp in parent.split('/') {
+                if !dir.is_empty() {
+                    dir.push('/');
+                }
+                dir.push_str(comp);
+                match std::fs::symlink_metadata(project.root.join(&dir)) {
+                    Ok(md) if md.is_dir() => continue,
+                    Ok(md) => return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink())),
+                    Err(_) => return Ok(None),
+                }
+            }
+            Ok(None)
+        }
+        Err(_) => {
+            // Say which ancestor is in the way, and how.
+            let mut dir = String::new();
+            for comp in parent.split('/') {
+                if !dir.is_empty() {
+                    dir.push('/');
+                }
+                dir.push_str(comp);
+                if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
+                    if !md.is_dir() {
+                        return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink()));
+                    }
+                }
+            }
+            Err(Error::InvalidPath(rel.to_string()))
+        }
+    }
+}
+
+/// The refusal for a path whose ancestor `dir` is now a file or a symlink.
+fn not_a_directory(project: &Project, rel: &str, dir: &str, symlink: bool) -> Error {
+    let what = if symlink { "a symbolic link (accept never writes through one)" } else { "a file now" };
+    Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("its parent {dir} is {what}")))
+}
+
+/// What accept writes at one journaled path: the new content, and what it knows of the path.
+pub(super) struct Work {
+    pub(super) content: Option<Vec<u8>>,
+    pub(super) seen: Seen,
+}
+
+/// What accept knows of a path before it prepares it.
+pub(super) enum Seen {
+    /// Its stamp when review read the journaled old content from it (`None`: absent then).
+    At(Option<fsx::Stamp>),
+    /// Nothing: a resumed accept reads it again (it may already hold the new content).
+    Unknown,
+}
+
+/// Writes and syncs every new file under a temporary name (concurrently: the work is bound by
+/// fsync latency) while the journal's own fsync runs, then takes a last look at each path:
+/// a status that moved since its check (an editor saving meanwhile) stops the accept before
+/// anything changes in place. Each path is checked while the writing ahead finishes.
+pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync) -> Result<Vec<Step>> {
+    let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
+    let threads = crate::par::io_threads(work.len());
+    // A checked path keeps its directory's descriptor until its file is prepared, so only a
+    // bounded number are checked ahead of the join; a larger accept checks each in one pass.
+    let keep = work.len() <= HELD_DIRS;
+    let check = |(j, w): &(&JournalEntry, Work)| check_one(project, j, w);
+    let prepared = std::thread::scope(|s| {
+        let synced = s.spawn(move || sync.sync());
+        let early_checks = if keep { Some(crate::par::map(&work, threads, "accept (checking)", check)) } else { None };
+        // What was written ahead serves where it is exactly what lands.
+        let early = std::sync::Mutex::new(ahead.join());
+        tracing::debug!(target: "cairn::accept", "joined");
+        // The journal is on disk before any temporary gets a name.
+        synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")))?;
+        let take = |j: &JournalEntry| {
+            let written = early.lock().ok().and_then(|mut e| e.remove(&j.path));
+            written.filter(|(hash, mode, _)| j.new == Some((*hash, *mode))).map(|(_, _, p)| p)
+        };
+        let prepared = match early_checks {
+            Some(checks) => checks.and_then(|checks| {
+                // Each check moves into its path's preparation (taken once from its slot).
+                let slots: Vec<_> = work.iter().zip(checks.into_iter().map(|c| std::sync::Mutex::new(Some(c)))).collect();
+                crate::par::map(&slots, threads, "accept (writing)", |((j, w), slot)| {
+                    let checked = slot.lock().ok().and_then(|mut c| c.take()).unwrap_or_else(|| Err(Error::Internal("a path prepared twice".into())))?;
+                    prepare_one(project, j, w, checked, take(j), true)
+                })
+            }),
+            None => crate::par::map(&work, threads, "accept (writing)", |pair| prepare_one(project, pair.0, &pair.1, check(pair)?, take(pair.0), false)),
+        }
+        .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
+        prepared
+    })?;
+    let looks: Vec<(&JournalEntry, (Step, Option<fsx::Stamp>))> = journal.iter().zip(prepared).collect();
+    let moved = crate::par::map(&looks, threads, "accept (checking)", |(j, (step, seen))| {
+        let now = match step {
+            Step::Write(p) => p.target_stamp()?,
+            _ => fsx::stamp(&project.root, &j.path)?,
+        };
+        Ok((now != *seen).then(|| j.path.clone()))
+    })?;
+    let moved: Vec<String> = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+    if !moved.is_empty() {
+        return Err(Error::StaleBase { id: id.to_string(), paths: moved });
+    }
+    Ok(looks.into_iter().map(|(_, (step, _))| step).collect())
+}
+
+/// What one journal entry needs once every file is prepared.
+pub(super) enum Step {
+    Write(atomic::Prepared),
+    Remove(String),
+    Nothing,
+}
+
+/// One journaled path, checked: its directory (opened symlink-safely, when it exists), what it
+/// holds (hash and mode) and its stamp. A fresh accept knows the path holds the journaled old
+/// content as long as its stamp has not moved since review read it; a resumed one reads it.
+struct Checked {
+    dir: Option<std::os::fd::OwnedFd>,
+    now: Option<(Hash, u32)>,
+    seen: Option<fsx::Stamp>,
+}
+
+fn check_one(project: &Project, j: &JournalEntry, work: &Work) -> Result<Checked> {
+    let dir = check_writable(project, &j.path)?;
+    let (now, seen) = match work.seen {
+        Seen::At(seen) => (j.old, seen),
+        Seen::Unknown => {
+            let cur = match &dir {
+                Some(d) => fsx::read_stamped(&project.root, &j.path, Some(d))?,
+                None => None,
+            };
+            (cur.as_ref().map(|(bytes, mode, _)| (hash_bytes(bytes), *mode)), cur.map(|c| c.2))
+        }
+    };
+    Ok(Checked { dir, now, seen })
+}
+
+/// Prepares one checked journal entry's new version (a resumed accept skips a path already
+/// done); also returns the path's stamp, for the last look before the renames. `ahead`: its
+/// new version written ahead, used when its directory is still the one checked. With `keep`,
+/// the prepared file holds its directory's descriptor (a walk less for each later step; the
+/// caller bounds how many).
+fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, checked: Checked, ahead: Option<atomic::Prepared>, keep: bool) -> Result<(Step, Option<fsx::Stamp>)> {
+    let Checked { dir, now, seen } = checked;
+    // Written ahead into the very directory checked, or written now.
+    let ahead = ahead.filter(|p| dir.as_ref().is_some_and(|d| p.is_in(d)));
+    let step = match j.new {
+        Some((hash, mode)) if now != Some((hash, mode)) => match ahead {
+            Some(mut p) => {
+                // Named now, so that the renames that follow are only renames.
+                p.name()?;
+                Step::Write(p)
+            }
+            None => Step::Write(atomic::prepare_in(&project.root, &j.path, dir.filter(|_| keep), work.content.as_deref().unwrap_or_default(), mode)?),
+        },
+        Some(_) => Step::Nothing,
+        None if now.is_some() => Step::Remove(j.path.clone()),
+        None => Step::Nothing,
+    };
+    Ok((step, seen))
+}
+
+/// How many prepared files may hold their directory's descriptor at once (far below any
+/// descriptor limit; a larger accept opens each directory again to commit).
+const HELD_DIRS: usize = 256;
