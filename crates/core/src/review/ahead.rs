@@ -41,7 +41,13 @@ impl Ahead {
             }
         }
         let root = root.to_path_buf();
-        Ahead(std::thread::Builder::new().name("cairn-accept-ahead".into()).spawn(move || { let t = std::time::Instant::now(); let w = write(&root, items); tracing::debug!(target: "cairn::accept", "ahead took {:.2}", t.elapsed().as_secs_f64() * 1e3); w }).ok())
+        let writer = std::thread::Builder::new().name("cairn-accept-ahead".into()).spawn(move || {
+            let began = std::time::Instant::now();
+            let written = write(&root, items);
+            tracing::debug!(target: "cairn::accept", "writing ahead took {:.2} ms", began.elapsed().as_secs_f64() * 1e3);
+            written
+        });
+        Ahead(writer.ok())
     }
 
     /// What was written ahead, once the writer is done.

@@ -97,7 +97,6 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
         let early_checks = if keep { Some(crate::par::map(&work, threads, "accept (checking)", check)) } else { None };
         // What was written ahead serves where it is exactly what lands.
         let early = std::sync::Mutex::new(ahead.join());
-        tracing::debug!(target: "cairn::accept", "joined");
         // The journal is on disk before any temporary gets a name.
         synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")))?;
         let take = |j: &JournalEntry| {
