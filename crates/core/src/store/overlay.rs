@@ -73,6 +73,9 @@ pub struct Overlay {
     conn: Connection,
 }
 
+/// The WAL size from which a finished agent's overlay is folded ([`Overlay::fold`]).
+const FOLD_AT: u64 = 256 << 10;
+
 /// How much of an overlay a reader maps (SQLite maps the file up to its size, at most this).
 const MAPPED: i64 = 256 << 20;
 
@@ -214,9 +217,14 @@ impl Overlay {
 
     /// Folds the WAL into the database file and empties it, once the agent is done writing.
     /// Review and accept open the overlay afresh; with frames left in the WAL, each open would
-    /// first re-read all of it (a megabyte per hundred files) to rebuild the WAL's index.
+    /// first re-read all of it (a megabyte per hundred files) to rebuild the WAL's index. A
+    /// small WAL is left as it is (re-reading it costs less than the checkpoint's fsyncs).
     /// Best effort: a reader still at work leaves the WAL as it is (nothing is lost either way).
     pub fn fold(&self) {
+        let wal = format!("{}-wal", self.conn.path().unwrap_or_default());
+        if !std::fs::metadata(wal).is_ok_and(|m| m.len() >= FOLD_AT) {
+            return;
+        }
         if let Err(e) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
             tracing::debug!("overlay checkpoint: {e}");
         }
