@@ -103,7 +103,7 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
             let written = early.lock().ok().and_then(|mut e| e.remove(&j.path));
             written.filter(|(hash, mode, _)| j.new == Some((*hash, *mode))).map(|(_, _, p)| p)
         };
-        let prepared = match early_checks {
+        match early_checks {
             Some(checks) => checks.and_then(|checks| {
                 // Each check moves into its path's preparation (taken once from its slot).
                 let slots: Vec<_> = work.iter().zip(checks.into_iter().map(|c| std::sync::Mutex::new(Some(c)))).collect();
@@ -114,8 +114,7 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
             }),
             None => crate::par::map(&work, threads, "accept (writing)", |pair| prepare_one(project, pair.0, &pair.1, check(pair)?, take(pair.0), false)),
         }
-        .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>());
-        prepared
+        .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>())
     })?;
     let looks: Vec<(&JournalEntry, (Step, Option<fsx::Stamp>))> = journal.iter().zip(prepared).collect();
     let moved = crate::par::map(&looks, threads, "accept (checking)", |(j, (step, seen))| {
