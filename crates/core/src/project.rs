@@ -189,10 +189,9 @@ impl Project {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let _ = std::fs::remove_file(format!("{}-shm", from.display()));
-        let wal = PathBuf::from(format!("{}-wal", from.display()));
+        let wal = crate::store::wal_of(&from);
         if wal.exists() {
-            let to_wal = PathBuf::from(format!("{}-wal", to.display()));
-            std::fs::rename(&wal, &to_wal).map_err(|e| Error::io(&wal, e))?;
+            std::fs::rename(&wal, crate::store::wal_of(to)).map_err(|e| Error::io(&wal, e))?;
         }
         std::fs::rename(&from, to).map_err(|e| Error::io(&from, e))?;
         Ok(())

@@ -26,39 +26,35 @@ pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<Option<std:
                 _ => Ok(Some(dir)),
             }
         }
-        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {
-            // Missing directories are created, but none of the existing ancestors may be a link.
-            let mut dir = String::new();
-            for comp in parent.split('/') {
-                if !dir.is_empty() {
-                    dir.push('/');
-                }
-                dir.push_str(comp);
-                match std::fs::symlink_metadata(project.root.join(&dir)) {
-                    Ok(md) if md.is_dir() => continue,
-                    Ok(md) => return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink())),
-                    Err(_) => return Ok(None),
-                }
-            }
-            Ok(None)
+        // Missing directories are created, but none of the existing ancestors may be a link.
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => match blocking_ancestor(project, rel, true) {
+            Some(refusal) => Err(refusal),
+            None => Ok(None),
+        },
+        // Say which ancestor is in the way, and how.
+        Err(_) => Err(blocking_ancestor(project, rel, false).unwrap_or_else(|| Error::InvalidPath(rel.to_string()))),
+    }
+}
+
+/// The refusal for the first ancestor of `rel` that exists and is not a directory (a file or
+/// a symlink), if any. With `stop_at_missing`, a missing ancestor ends the walk (what is below
+/// it will be created).
+fn blocking_ancestor(project: &Project, rel: &str, stop_at_missing: bool) -> Option<Error> {
+    let parent = crate::paths::parent(rel);
+    let mut dir = String::new();
+    for comp in parent.split('/') {
+        if !dir.is_empty() {
+            dir.push('/');
         }
-        Err(_) => {
-            // Say which ancestor is in the way, and how.
-            let mut dir = String::new();
-            for comp in parent.split('/') {
-                if !dir.is_empty() {
-                    dir.push('/');
-                }
-                dir.push_str(comp);
-                if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
-                    if !md.is_dir() {
-                        return Err(not_a_directory(project, rel, &dir, md.file_type().is_symlink()));
-                    }
-                }
-            }
-            Err(Error::InvalidPath(rel.to_string()))
+        dir.push_str(comp);
+        match std::fs::symlink_metadata(project.root.join(&dir)) {
+            Ok(md) if md.is_dir() => {}
+            Ok(md) => return Some(not_a_directory(project, rel, &dir, md.file_type().is_symlink())),
+            Err(_) if stop_at_missing => return None,
+            Err(_) => {}
         }
     }
+    None
 }
 
 /// The refusal for a path whose ancestor `dir` is now a file or a symlink.

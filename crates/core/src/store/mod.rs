@@ -126,6 +126,11 @@ pub(crate) fn open_existing(path: &Path, schema: &str, table: &str) -> Result<Co
     Ok(conn)
 }
 
+/// The WAL file of the database at `db` (`<db>-wal`).
+pub(crate) fn wal_of(db: &Path) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{}-wal", db.display()))
+}
+
 /// Converts a stored hash column back into a [`Hash`].
 pub(crate) fn hash_from_blob(blob: Option<Vec<u8>>) -> Option<Hash> {
     blob.and_then(|b| b.try_into().ok())

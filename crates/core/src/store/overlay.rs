@@ -221,8 +221,7 @@ impl Overlay {
     /// small WAL is left as it is (re-reading it costs less than the checkpoint's fsyncs).
     /// Best effort: a reader still at work leaves the WAL as it is (nothing is lost either way).
     pub fn fold(&self) {
-        let wal = format!("{}-wal", self.conn.path().unwrap_or_default());
-        if !std::fs::metadata(wal).is_ok_and(|m| m.len() >= FOLD_AT) {
+        if !std::fs::metadata(super::wal_of(&self.file())).is_ok_and(|m| m.len() >= FOLD_AT) {
             return;
         }
         if let Err(e) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {

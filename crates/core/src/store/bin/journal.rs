@@ -30,7 +30,7 @@ pub struct JournalSync {
 impl JournalSync {
     /// Also makes the overlay at `db` durable: it holds what the journal points to.
     pub fn with_overlay(mut self, db: &Path) -> JournalSync {
-        self.overlay = Some((db.to_path_buf(), PathBuf::from(format!("{}-wal", db.display()))));
+        self.overlay = Some((db.to_path_buf(), crate::store::wal_of(db)));
         self
     }
 
@@ -86,8 +86,8 @@ impl Bin {
     /// The fsync that puts every commit so far and `id`'s old contents on disk (a resumed
     /// accept's journal too).
     pub fn journal_sync(&self, id: &str) -> JournalSync {
-        let db = self.conn.path().unwrap_or_default().to_string();
-        JournalSync { files: [PathBuf::from(format!("{db}-wal")), self.old_contents(id)], overlay: None }
+        let db = Path::new(self.conn.path().unwrap_or_default());
+        JournalSync { files: [crate::store::wal_of(db), self.old_contents(id)], overlay: None }
     }
 
     /// `journal/<id>.old` beside `bin.db`.
