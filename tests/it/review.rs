@@ -188,17 +188,38 @@ fn hunks_round_trip_every_byte() {
 #[test]
 fn sigkill_during_hunk_accept_loses_nothing() {
     use std::os::unix::process::ExitStatusExt;
-    let mut killed = 0;
-    for round in 0..50u64 {
+    let setup = || {
         let f = Fixture::with_files(&[("f.txt", "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh\r\n")]);
         let id = f.run_ok("write_file('f.txt', read_file('f.txt').replace('b', 'B').replace('g', 'G'))").id;
         // The user edits the middle meanwhile: it must survive everything below.
         f.write("f.txt", "a\r\nb\r\nc\r\nd\r\nMINE\r\nf\r\ng\r\nh\r\n");
+        (f, id)
+    };
+    let accept_hunk = |f: &Fixture, id: &str| {
+        f.cmd().args(["accept-hunk", id, "f.txt", "1"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap()
+    };
+    // The kill instants spread over one uninterrupted accept's lifetime on this machine, so
+    // that most kills land inside it whether the machine is fast or loaded.
+    let lifetime = (0..3)
+        .map(|_| {
+            let (f, id) = setup();
+            let t = std::time::Instant::now();
+            assert!(accept_hunk(&f, &id).wait().unwrap().success());
+            t.elapsed().as_micros() as u64
+        })
+        .max()
+        .unwrap_or(20_000)
+        .max(2_000);
+    let (mut killed, mut rounds) = (0, 0u64);
+    while rounds < 40 || (killed < 20 && rounds < 200) {
+        let round = rounds;
+        rounds += 1;
+        let (f, id) = setup();
         let before = f.read("f.txt").unwrap();
         let after_one = b"a\r\nB\r\nc\r\nd\r\nMINE\r\nf\r\ng\r\nh\r\n".to_vec();
-        let mut child = f.cmd().args(["accept-hunk", &id, "f.txt", "1"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        // Fault injection, not synchronisation: a kill somewhere in the first ~40 ms.
-        std::thread::sleep(std::time::Duration::from_micros((round * 7919) % 40_000));
+        let mut child = accept_hunk(&f, &id);
+        // Fault injection, not synchronisation: a kill somewhere in the accept's lifetime.
+        std::thread::sleep(std::time::Duration::from_micros((round * 7919) % lifetime));
         let _ = child.kill();
         if child.wait().unwrap().signal() == Some(9) {
             killed += 1;
@@ -213,7 +234,8 @@ fn sigkill_during_hunk_accept_loses_nothing() {
         f.cairn(&["undo", &id]).ok();
         assert_eq!(f.read("f.txt").unwrap(), before, "round {round}: undo");
     }
-    assert!(killed >= 10, "only {killed} kills landed");
+    eprintln!("{killed} of {rounds} kills landed inside an accept of ~{lifetime} µs");
+    assert!(killed >= 10, "only {killed} of {rounds} kills landed (an accept lasts ~{lifetime} µs)");
 }
 
 /// Runs the CLI as the fixture's owner: an unprivileged user when the tests run as root
