@@ -202,7 +202,7 @@ fn nvim_host_exits_cleanly_on_closed_channel_and_on_sigterm() {
             if let Some(s) = child.try_wait().unwrap() {
                 break s;
             }
-            assert!(t.elapsed() < std::time::Duration::from_secs(2), "host still running 2 s after {how}");
+            assert!(t.elapsed() < std::time::Duration::from_secs(10), "host still running 10 s after {how}");
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
         assert!(status.success(), "{how}: {status}");
