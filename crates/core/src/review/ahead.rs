@@ -5,9 +5,11 @@
 
 use crate::store::atomic::{self, Prepared};
 use crate::store::overlay::{Change, Changed};
-use crate::store::{fsx, hash_bytes, Hash};
+use crate::store::{fsx, Hash};
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::Arc;
 
 /// At most this many files are written ahead (each holds two descriptors until committed)...
 const MAX_FILES: usize = 200;
@@ -26,24 +28,25 @@ impl Ahead {
         Ahead(None)
     }
 
-    /// Starts writing the written files among `all` (an overlay's entries) into the project at
-    /// `root`, wherever the directory exists. Anything that fails is left for accept to write.
-    pub(crate) fn start(root: &Path, all: &[Changed]) -> Ahead {
-        let mut items = Vec::new();
-        let mut bytes = 0;
-        for c in all {
-            if let Change::Write { content, mode, .. } = &c.change {
-                bytes += content.len();
-                if items.len() == MAX_FILES || bytes > MAX_BYTES {
+    /// Starts writing the written files among `all` (an overlay's entries, shared with review:
+    /// nothing is copied) into the project at `root`, wherever the directory exists. Anything
+    /// that fails is left for accept to write.
+    pub(crate) fn start(root: &Path, all: &Arc<Vec<Changed>>) -> Ahead {
+        // The entries up to `count` hold at most MAX_FILES files and MAX_BYTES bytes.
+        let (mut count, mut files, mut bytes) = (0, 0, 0);
+        for c in all.iter() {
+            if let Change::Write { content, .. } = &c.change {
+                if files == MAX_FILES || bytes + content.len() > MAX_BYTES {
                     break;
                 }
-                items.push((c.path.clone(), content.clone(), mode & 0o777));
+                (files, bytes) = (files + 1, bytes + content.len());
             }
+            count += 1;
         }
-        let root = root.to_path_buf();
+        let (root, all) = (root.to_path_buf(), Arc::clone(all));
         let writer = std::thread::Builder::new().name("cairn-accept-ahead".into()).spawn(move || {
             let began = std::time::Instant::now();
-            let written = write(&root, items);
+            let written = write(&root, &all[..count]);
             tracing::debug!(target: "cairn::accept", "writing ahead took {:.2} ms", began.elapsed().as_secs_f64() * 1e3);
             written
         });
@@ -64,18 +67,31 @@ impl Drop for Ahead {
     }
 }
 
-fn write(root: &Path, items: Vec<(String, Vec<u8>, u32)>) -> Written {
+fn write(root: &Path, items: &[Changed]) -> Written {
     let threads = crate::par::io_threads(items.len());
-    let written = crate::par::map(&items, threads, "accept (writing ahead)", |(path, content, mode)| {
-        write_one(root, path, content, *mode).map(|p| (path.clone(), (hash_bytes(content), *mode, p)))
+    // Each chunk is in path order, so neighbours share a directory: it is opened once.
+    let written = crate::par::chunks(items, threads, "accept (writing ahead)", |chunk| {
+        let mut dir: Option<(&str, OwnedFd)> = None;
+        let mut out = Vec::with_capacity(chunk.len());
+        for c in chunk {
+            let Change::Write { content, mode, hash } = &c.change else { continue };
+            let parent = crate::paths::parent(&c.path);
+            if dir.as_ref().is_none_or(|(d, _)| *d != parent) {
+                dir = fsx::open_dir(root, parent, false).ok().map(|fd| (parent, fd));
+            }
+            let Some(dfd) = dir.as_ref().and_then(|(_, fd)| fd.try_clone().ok()) else { continue };
+            if let Some(p) = write_one(root, &c.path, dfd, content, mode & 0o777) {
+                out.push((c.path.clone(), (*hash, mode & 0o777, p)));
+            }
+        }
+        out
     });
     written.map(|w| w.into_iter().flatten().collect()).unwrap_or_default()
 }
 
-fn write_one(root: &Path, path: &str, content: &[u8], mode: u32) -> Option<Prepared> {
+fn write_one(root: &Path, path: &str, dfd: OwnedFd, content: &[u8], mode: u32) -> Option<Prepared> {
     if crate::paths::protected(path).is_some() {
         return None;
     }
-    let dir = fsx::open_dir(root, crate::paths::parent(path), false).ok()?;
-    atomic::prepare_unnamed(root, path, dir, content, mode).ok().flatten()
+    atomic::prepare_unnamed(root, path, dfd, content, mode).ok().flatten()
 }

@@ -102,7 +102,7 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
     let threads = crate::par::io_threads(all.len());
     let currents = crate::par::map(all, threads, "review (reading)", |c| {
         let agent_hash = match &c.change {
-            Change::Write { content, .. } => Some(hash_bytes(content)),
+            Change::Write { hash, .. } => Some(*hash),
             Change::Delete => None,
         };
         match journal.iter().find(|j| j.path == c.path) {
