@@ -62,6 +62,7 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
     phases.mark("opened");
     let agent = std::sync::Arc::new(overlay.changes()?);
+    phases.mark("loaded");
     let ahead = Ahead::start(&project.root, &agent);
     let changed = super::diff::changes_from(project, &overlay, &rec, &agent)?;
     drop(agent);

@@ -5,7 +5,7 @@
 
 use crate::store::atomic::{self, Prepared};
 use crate::store::overlay::{Change, Changed};
-use crate::store::{fsx, Hash};
+use crate::store::{fsx, hash_bytes, Hash};
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -16,7 +16,8 @@ const MAX_FILES: usize = 200;
 /// ...and at most this many bytes in all.
 const MAX_BYTES: usize = 64 << 20;
 
-/// What was written ahead: path → (content hash, mode, temporary).
+/// What was written ahead: path → (content hash, mode, temporary). The hash is computed from
+/// the bytes written (as review does): the overlay's record of it is not trusted for what lands.
 pub(crate) type Written = HashMap<String, (Hash, u32, Prepared)>;
 
 /// The writer's thread. Dropping it waits for the thread (no work outlives the accept).
@@ -69,19 +70,14 @@ impl Drop for Ahead {
 
 fn write(root: &Path, items: &[Changed]) -> Written {
     let threads = crate::par::io_threads(items.len());
-    // Each chunk is in path order, so neighbours share a directory: it is opened once.
     let written = crate::par::chunks(items, threads, "accept (writing ahead)", |chunk| {
-        let mut dir: Option<(&str, OwnedFd)> = None;
+        let mut dirs = fsx::DirCache::new(root);
         let mut out = Vec::with_capacity(chunk.len());
         for c in chunk {
-            let Change::Write { content, mode, hash } = &c.change else { continue };
-            let parent = crate::paths::parent(&c.path);
-            if dir.as_ref().is_none_or(|(d, _)| *d != parent) {
-                dir = fsx::open_dir(root, parent, false).ok().map(|fd| (parent, fd));
-            }
-            let Some(dfd) = dir.as_ref().and_then(|(_, fd)| fd.try_clone().ok()) else { continue };
+            let Change::Write { content, mode, .. } = &c.change else { continue };
+            let Some(dfd) = dirs.get(crate::paths::parent(&c.path)).ok().flatten().and_then(|d| d.try_clone().ok()) else { continue };
             if let Some(p) = write_one(root, &c.path, dfd, content, mode & 0o777) {
-                out.push((c.path.clone(), (*hash, mode & 0o777, p)));
+                out.push((c.path.clone(), (hash_bytes(content), mode & 0o777, p)));
             }
         }
         out

@@ -7,7 +7,7 @@ use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::fsx;
 use super::merge;
-use crate::store::bin::AgentRecord;
+use crate::store::bin::{AgentRecord, JournalEntry};
 use crate::store::overlay::{Change, Changed, Overlay};
 use crate::store::{hash_bytes, Hash};
 use serde::Serialize;
@@ -100,21 +100,12 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
     // The project's current versions are read and hashed on a few threads (I/O-bound), the
     // agent's contents hashed there too; the merges are done here.
     let threads = crate::par::io_threads(all.len());
-    let currents = crate::par::map(all, threads, "review (reading)", |c| {
-        let agent_hash = match &c.change {
-            Change::Write { hash, .. } => Some(*hash),
-            Change::Delete => None,
-        };
-        match journal.iter().find(|j| j.path == c.path) {
-            Some(j) => Ok(Current { bytes: j.old_content.clone(), mode: j.old.map(|o| o.1), hash: j.old.map(|o| o.0), seen: None, journaled: true, agent_hash }),
-            None => fsx::read_stamped(&project.root, &c.path, None).map(|r| match r {
-                Some((bytes, mode, seen)) => Current { hash: Some(hash_bytes(&bytes)), bytes: Some(bytes), mode: Some(mode), seen: Some(seen), journaled: false, agent_hash },
-                None => Current { bytes: None, mode: None, hash: None, seen: None, journaled: false, agent_hash },
-            }),
-        }
+    let currents = crate::par::chunks(all, threads, "review (reading)", |chunk| {
+        let mut dirs = fsx::DirCache::new(&project.root);
+        chunk.iter().map(|c| current(&project.root, &mut dirs, &journal, c)).collect::<Vec<_>>()
     })?;
     let mut out = Vec::new();
-    for (c, current) in all.iter().zip(currents) {
+    for (c, current) in all.iter().zip(currents.into_iter().flatten()) {
         let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled, agent_hash } = current?;
         let (agent, new_mode) = match &c.change {
             Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
@@ -153,6 +144,26 @@ struct Current {
     /// The hash of the agent's content (computed here: the overlay's record of it is not
     /// trusted for what lands).
     agent_hash: Option<Hash>,
+}
+
+/// Reads path `c`'s current version: the project's file (in the directory `dirs` holds), or
+/// its journaled old content for an accepted agent.
+fn current(root: &std::path::Path, dirs: &mut fsx::DirCache, journal: &[JournalEntry], c: &Changed) -> Result<Current> {
+    let agent_hash = match &c.change {
+        Change::Write { content, .. } => Some(hash_bytes(content)),
+        Change::Delete => None,
+    };
+    if let Some(j) = journal.iter().find(|j| j.path == c.path) {
+        return Ok(Current { bytes: j.old_content.clone(), mode: j.old.map(|o| o.1), hash: j.old.map(|o| o.0), seen: None, journaled: true, agent_hash });
+    }
+    let found = match dirs.get(crate::paths::parent(&c.path))? {
+        Some(dir) => fsx::read_stamped(root, &c.path, Some(dir))?,
+        None => None,
+    };
+    Ok(match found {
+        Some((bytes, mode, seen)) => Current { hash: Some(hash_bytes(&bytes)), bytes: Some(bytes), mode: Some(mode), seen: Some(seen), journaled: false, agent_hash },
+        None => Current { bytes: None, mode: None, hash: None, seen: None, journaled: false, agent_hash },
+    })
 }
 
 /// A rebased change: the new content, the conflicting line ranges, a whole-file conflict.

@@ -12,26 +12,30 @@ use crate::store::{atomic, fsx, hash_bytes, Hash};
 /// writes through them, whatever was there when the agent ran. Returns the parent directory
 /// when it exists, opened symlink-safely.
 pub(crate) fn check_writable(project: &Project, rel: &str) -> Result<Option<std::os::fd::OwnedFd>> {
-    let parent = crate::paths::parent(rel);
-    match fsx::open_dir(&project.root, parent, false) {
-        Ok(dir) => {
+    check_writable_in(project, rel, &mut fsx::DirCache::new(&project.root))
+}
+
+/// [`check_writable`], with the directory taken from `dirs` (paths checked in order).
+fn check_writable_in(project: &Project, rel: &str, dirs: &mut fsx::DirCache) -> Result<Option<std::os::fd::OwnedFd>> {
+    match dirs.get(crate::paths::parent(rel)) {
+        Ok(Some(dir)) => {
             // A read-only directory or a directory at the file's path would fail the write
             // midway: refuse before the first one.
             let denied = |why: &str| Error::io(project.root.join(rel), std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string()));
-            if rustix::fs::accessat(&dir, ".", rustix::fs::Access::WRITE_OK, rustix::fs::AtFlags::empty()).is_err() {
+            if rustix::fs::accessat(dir, ".", rustix::fs::Access::WRITE_OK, rustix::fs::AtFlags::empty()).is_err() {
                 return Err(denied("its directory is not writable"));
             }
-            match rustix::fs::statat(&dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            match rustix::fs::statat(dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Err(denied("a directory is at that path")),
-                _ => Ok(Some(dir)),
+                _ => Ok(Some(dir.try_clone().map_err(|e| Error::io(project.root.join(rel), e))?)),
             }
         }
-        // Missing directories are created, but none of the existing ancestors may be a link.
-        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => match blocking_ancestor(project, rel, true) {
+        // Missing directories are created, but none of the existing ancestors may be a link
+        // or a file (an absent parent may be one of those too: say which ancestor, and how).
+        Ok(None) => match blocking_ancestor(project, rel, true) {
             Some(refusal) => Err(refusal),
             None => Ok(None),
         },
-        // Say which ancestor is in the way, and how.
         Err(_) => Err(blocking_ancestor(project, rel, false).unwrap_or_else(|| Error::InvalidPath(rel.to_string()))),
     }
 }
@@ -87,10 +91,16 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
     // A checked path keeps its directory's descriptor until its file is prepared, so only a
     // bounded number are checked ahead of the join; a larger accept checks each in one pass.
     let keep = work.len() <= HELD_DIRS;
-    let check = |(j, w): &(&JournalEntry, Work)| check_one(project, j, w);
+    let check = |(j, w): &(&JournalEntry, Work), dirs: &mut fsx::DirCache| check_one(project, j, w, dirs);
     let prepared = std::thread::scope(|s| {
         let synced = s.spawn(move || sync.sync());
-        let early_checks = if keep { Some(crate::par::map(&work, threads, "accept (checking)", check)) } else { None };
+        let early_checks = keep.then(|| {
+            let chunks = crate::par::chunks(&work, threads, "accept (checking)", |chunk| {
+                let mut dirs = fsx::DirCache::new(&project.root);
+                chunk.iter().map(|pair| check(pair, &mut dirs)).collect::<Vec<_>>()
+            });
+            chunks.map(|c| c.into_iter().flatten().collect::<Vec<_>>())
+        });
         // What was written ahead serves where it is exactly what lands.
         let early = std::sync::Mutex::new(ahead.join());
         // The journal is on disk before any temporary gets a name.
@@ -108,7 +118,9 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
                     prepare_one(project, j, w, checked, take(j), true)
                 })
             }),
-            None => crate::par::map(&work, threads, "accept (writing)", |pair| prepare_one(project, pair.0, &pair.1, check(pair)?, take(pair.0), false)),
+            None => crate::par::map(&work, threads, "accept (writing)", |pair| {
+                prepare_one(project, pair.0, &pair.1, check(pair, &mut fsx::DirCache::new(&project.root))?, take(pair.0), false)
+            }),
         }
         .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>())
     })?;
@@ -143,8 +155,8 @@ struct Checked {
     seen: Option<fsx::Stamp>,
 }
 
-fn check_one(project: &Project, j: &JournalEntry, work: &Work) -> Result<Checked> {
-    let dir = check_writable(project, &j.path)?;
+fn check_one(project: &Project, j: &JournalEntry, work: &Work, dirs: &mut fsx::DirCache) -> Result<Checked> {
+    let dir = check_writable_in(project, &j.path, dirs)?;
     let (now, seen) = match work.seen {
         Seen::At(seen) => (j.old, seen),
         Seen::Unknown => {

@@ -59,6 +59,33 @@ pub fn open_dir(root: &Path, rel: &str, create: bool) -> Result<OwnedFd> {
     Ok(fd)
 }
 
+/// The directory a run of paths lives in, opened once: callers walk paths in order, so
+/// neighbours share it (a hundred files in ten directories cost ten walks, not a hundred).
+pub struct DirCache<'r> {
+    root: &'r Path,
+    last: Option<(String, Option<OwnedFd>)>,
+}
+
+impl<'r> DirCache<'r> {
+    pub fn new(root: &'r Path) -> DirCache<'r> {
+        DirCache { root, last: None }
+    }
+
+    /// The directory `rel` as [`open_dir`] opens it; `Ok(None)` when it is absent (missing,
+    /// not a directory, or a symlink on the way).
+    pub fn get(&mut self, rel: &str) -> Result<Option<&OwnedFd>> {
+        if self.last.as_ref().is_none_or(|(d, _)| d != rel) {
+            let fd = match open_dir(self.root, rel, false) {
+                Ok(fd) => Some(fd),
+                Err(Error::Io { source, .. }) if is_absent(&source) => None,
+                Err(e) => return Err(e),
+            };
+            self.last = Some((rel.to_string(), fd));
+        }
+        Ok(self.last.as_ref().and_then(|(_, fd)| fd.as_ref()))
+    }
+}
+
 pub(super) fn split(rel: &str) -> (&str, &str) {
     match rel.rfind('/') {
         Some(i) => (&rel[..i], &rel[i + 1..]),
