@@ -152,3 +152,31 @@ fn files_created_after_init_are_visible_to_the_next_run() {
     let st = f.cairn(&["status", r.stdout.trim(), "--json"]).ok().json();
     assert_eq!(st["result"], serde_json::json!(["created after init", ["a.txt", "later.txt"]]));
 }
+
+/// A directory the agent wrote into, replaced before accept by a symlink (to outside the
+/// project) or by a file: review calls the file deleted (a conflict), and even `--force`
+/// refuses, says which ancestor is in the way and how, and writes nothing, in the project or
+/// outside it.
+#[test]
+fn accept_refuses_a_parent_replaced_by_a_symlink_or_a_file() {
+    for (how, want) in [("symlink", "is a symbolic link"), ("file", "is a file now")] {
+        let outside = tempfile::tempdir().unwrap();
+        let f = Fixture::with_files(&[("a.txt", "a\n"), ("sub/deep/x.txt", "x\n")]);
+        let s = f.run_ok("write_file('a.txt', 'A\\n')\nwrite_file('sub/deep/x.txt', 'X\\n')");
+        std::fs::rename(f.root.join("sub"), f.dir.path().join("moved-sub")).unwrap();
+        match how {
+            "symlink" => {
+                std::fs::create_dir(outside.path().join("deep")).unwrap();
+                std::os::unix::fs::symlink(outside.path(), f.root.join("sub")).unwrap();
+            }
+            _ => std::fs::write(f.root.join("sub"), "a file\n").unwrap(),
+        }
+        assert_eq!(f.cairn(&["accept", &s.id]).code, 1, "{how}: a conflict without --force");
+        let r = f.cairn(&["accept", &s.id, "--force"]);
+        assert_eq!(r.code, 1, "{how}: {r:?}");
+        assert!(r.stderr.contains("sub/deep/x.txt") && r.stderr.contains(&format!("its parent sub {want}")), "{how}: {}", r.stderr);
+        assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "{how}: a write happened before the refusal");
+        assert!(!outside.path().join("deep/x.txt").exists(), "{how}: accept wrote through the symlink");
+        assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "reviewing", "{how}");
+    }
+}
