@@ -129,7 +129,8 @@ fn missing_overlay(id: &str) -> Error {
 fn resume_accept(project: &Project, bin: &mut Bin, rec: &AgentRecord, force: bool) -> Result<AcceptReport> {
     let overlay = project.existing_overlay(&rec.id)?.ok_or_else(|| missing_overlay(&rec.id))?;
     let mut conflicts = Vec::new();
-    for j in super::journal(project, bin, &rec.id)? {
+    let journal = super::journal_in(bin, &overlay, &rec.id)?;
+    for j in &journal {
         let cur = current(project, &j.path)?;
         let hash = cur.as_ref().map(|c| c.0);
         if hash != j.old.map(|o| o.0) && hash != j.new.map(|n| n.0) {
@@ -142,7 +143,8 @@ fn resume_accept(project: &Project, bin: &mut Bin, rec: &AgentRecord, force: boo
     if !conflicts.is_empty() && !force {
         return Err(Error::StaleBase { id: rec.id.clone(), paths: conflicts });
     }
-    let journal = super::journal(project, bin, &rec.id)?;
+    // Re-read only where `--force` re-journaled the user's edits.
+    let journal = if conflicts.is_empty() { journal } else { super::journal_in(bin, &overlay, &rec.id)? };
     let sync = bin.journal_sync(&rec.id).with_overlay(&overlay.file());
     let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown }).collect();
     let mut report = apply(project, Closing::start(overlay), &journal, work, Ahead::none(), bin, &rec.id, sync, true, &Phases::start())?;

@@ -96,7 +96,7 @@ pub fn changes(project: &Project, id: &str) -> Result<Vec<FileChange>> {
 /// [`changes`], for an agent whose record and overlay are open, from the overlay's entries
 /// `all` (already loaded).
 pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentRecord, all: &[Changed]) -> Result<Vec<FileChange>> {
-    let journal = if rec.state == State::Accepted { super::journal(project, &project.bin()?, &rec.id)? } else { Vec::new() };
+    let journal = if rec.state == State::Accepted { super::journal_in(&project.bin()?, overlay, &rec.id)? } else { Vec::new() };
     // The project's current versions are read and hashed on a few threads (I/O-bound), the
     // agent's contents hashed there too; the merges are done here.
     let threads = crate::par::io_threads(all.len());

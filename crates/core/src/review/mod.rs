@@ -30,23 +30,36 @@ pub use undo::{undo, UndoReport};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::store::bin::{Bin, JournalEntry};
+use crate::store::overlay::Overlay;
 
 /// The journal of agent `id`'s accept with every old content in hand: those its overlay keeps
 /// as bases (`old_in_base`, where the file was as the agent read it) are read from the
 /// overlay, live or archived, and must hash to what the journal recorded.
 pub(crate) fn journal(project: &Project, bin: &Bin, id: &str) -> Result<Vec<JournalEntry>> {
-    let mut journal = bin.journal_rows(id)?;
+    let journal = bin.journal_rows(id)?;
     if !journal.iter().any(|j| j.old_in_base) {
         return Ok(journal);
     }
-    let lost = |path: &str, why: &str| Error::Overlay { id: id.to_string(), message: format!("the content {path} had before the accept {why}") };
-    let overlay = project.existing_overlay(id)?.ok_or_else(|| lost("each path", "was kept in the agent's overlay, which is missing"))?;
+    let overlay = project.existing_overlay(id)?.ok_or_else(|| lost_base(id, "each path", "was kept in the agent's overlay, which is missing"))?;
+    with_bases(journal, &overlay, id)
+}
+
+/// [`journal`], for an agent whose overlay is open already.
+pub(crate) fn journal_in(bin: &Bin, overlay: &Overlay, id: &str) -> Result<Vec<JournalEntry>> {
+    with_bases(bin.journal_rows(id)?, overlay, id)
+}
+
+fn with_bases(mut journal: Vec<JournalEntry>, overlay: &Overlay, id: &str) -> Result<Vec<JournalEntry>> {
     for j in journal.iter_mut().filter(|j| j.old_in_base) {
-        let content = overlay.base_content(&j.path)?.ok_or_else(|| lost(&j.path, "is missing from the agent's overlay"))?;
+        let content = overlay.base_content(&j.path)?.ok_or_else(|| lost_base(id, &j.path, "is missing from the agent's overlay"))?;
         if Some(crate::store::hash_bytes(&content)) != j.old.map(|o| o.0) {
-            return Err(lost(&j.path, "no longer matches its hash in the agent's overlay"));
+            return Err(lost_base(id, &j.path, "no longer matches its hash in the agent's overlay"));
         }
         j.old_content = Some(content);
     }
     Ok(journal)
+}
+
+fn lost_base(id: &str, path: &str, why: &str) -> Error {
+    Error::Overlay { id: id.to_string(), message: format!("the content {path} had before the accept {why}") }
 }
