@@ -134,6 +134,11 @@ pub enum Cmd {
         #[arg(long)]
         actor: Option<String>,
     },
+    /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
+    Session {
+        #[command(subcommand)]
+        cmd: crate::task_cli::SessionCmd,
+    },
     /// Tasks: create, list, show, claim, transition, check, attest, note.
     Task {
         #[command(subcommand)]
@@ -196,6 +201,9 @@ pub enum Cmd {
     },
     /// RPC host for the Neovim plugin (msgpack-RPC on stdin/stdout).
     Nvim,
+    /// The confined side of a run (see `cairn_core::runbox`).
+    #[command(name = "__confine", hide = true)]
+    Confine { spec: PathBuf },
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
         /// Confine this process like a sandbox child and report what is still possible.
@@ -232,6 +240,9 @@ pub fn main() -> i32 {
         let mode = if selftest { Mode::SelfTest } else if zygote { Mode::Zygote } else { Mode::Run };
         return cairn_core::sandbox::child::main(mode, !no_guards);
     }
+    if let Cmd::Confine { spec } = &cli.command {
+        return cairn_core::runbox::enter::main(spec);
+    }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
     match run(cli, &home) {
@@ -258,7 +269,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
         // Handled by `main` before logging starts.
-        Cmd::Sandbox { .. } => return Ok(0),
+        Cmd::Sandbox { .. } | Cmd::Confine { .. } => return Ok(0),
         Cmd::Nvim => {
             let project = open_project(root, home, false)?;
             return crate::host::run(project).map(|_| 0);
@@ -275,6 +286,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         }
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
+        Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

@@ -216,6 +216,20 @@ pub struct EditArgs {
     ops: Vec<EditOp>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct CommandArgs {
+    session: String,
+    /// Shell command (`sh -c`), e.g. "python3 -m pytest -q" or "cargo test".
+    command: String,
+    /// Working directory, relative to the project root.
+    cwd: Option<String>,
+    /// Seconds before the whole process tree is killed (at most `[run] timeout_seconds`).
+    timeout_seconds: Option<u64>,
+    /// Files the command creates, changes or deletes become part of your proposal (default
+    /// true); false throws them away.
+    capture: Option<bool>,
+}
+
 #[tool_router]
 impl Server {
     #[tool(description = "Who this server acts as (fixed at start-up), and the server's version.")]
@@ -312,6 +326,12 @@ impl Server {
     #[tool(description = "Run a Python script in Cairn's sandbox against the session's overlay (its read_file, write_file, edit_lines, ... act on the session's files). Returns {result} or {error: {kind, message}}.")]
     async fn run_script(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ScriptArgs>) -> Reply {
         self.core(&ctx, move |p, who| sessions::run_script(p, who, &a.session, &a.code)).await
+    }
+
+    #[tool(description = "Run a shell command against your proposal: in a throwaway copy of the project with your changes applied, confined (no network, nothing outside the project writable, a cleared environment, a timeout). Returns exit status, the output's tail, and the paths the command changed, which become part of your proposal unless capture=false.")]
+    async fn run_command(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<CommandArgs>) -> Reply {
+        let args = tasks::exec::ExecArgs { cmd: a.command, cwd: a.cwd.unwrap_or_default(), timeout_seconds: a.timeout_seconds, capture: a.capture.unwrap_or(true) };
+        self.core(&ctx, move |p, who| tasks::exec::exec(p, who, &a.session, &args)).await
     }
 
     #[tool(description = "Edit lines by the tags of a tagged read_file. ops: {op: replace|insert_after|delete, tag, end?, lines?}. A stale or missing tag fails the whole edit, naming it.")]

@@ -47,6 +47,8 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
     }
     let mut project = Project::new(&root, Home::new(home), config, exe)?;
     project.actor = human_actor();
+    // Confined runs take their allow-list from it (the core reads no environment).
+    project.env = cairn_core::project::HostEnv(std::env::vars().collect());
     Ok(project)
 }
 

@@ -8,6 +8,55 @@ use clap::Subcommand;
 use std::io::Write;
 
 #[derive(Subcommand, Debug)]
+pub enum SessionCmd {
+    /// Run a command confined in a copy of the session's proposal (see `:help cairn-runs`);
+    /// what it writes becomes part of the proposal. Exits with the command's status.
+    Exec {
+        session: String,
+        /// The session's owner (default: this user, `human:<login>`).
+        #[arg(long)]
+        actor: Option<String>,
+        /// Working directory, relative to the project root.
+        #[arg(long, default_value = "")]
+        cwd: String,
+        /// Seconds (at most `[run] timeout_seconds`).
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Throw away what the command writes.
+        #[arg(long)]
+        no_capture: bool,
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments (joined by spaces for `sh -c`).
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+}
+
+/// Runs `cairn session ...`; returns the exit code.
+pub fn session(project: &Project, cmd: SessionCmd) -> Result<i32> {
+    let SessionCmd::Exec { session, actor, cwd, timeout, no_capture, json, cmd } = cmd;
+    let args = tasks::exec::ExecArgs { cmd: cmd.join(" "), cwd, timeout_seconds: timeout, capture: !no_capture };
+    let ran = tasks::exec::exec(project, actor.as_deref().unwrap_or(&project.actor), &session, &args)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&ran)?);
+    } else {
+        let _ = out.write_all(ran.output.as_bytes());
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "cairn: `{}` {} after {} ms; {} changed, {} deleted", cairn_core::display::escape(&args.cmd), ran.status, ran.duration_ms, ran.changed.len(), ran.deleted.len());
+        for s in &ran.skipped {
+            let _ = writeln!(err, "cairn: not in the proposal: {}: {}", cairn_core::display::escape(&s.path), cairn_core::display::escape(&s.why));
+        }
+    }
+    Ok(match (ran.exit_code, ran.timed_out) {
+        (Some(c), _) => c,
+        (None, true) => 124,
+        (None, false) => 128 + ran.signal.unwrap_or(9),
+    })
+}
+
+#[derive(Subcommand, Debug)]
 pub enum TaskCmd {
     /// Create a task (in the first status).
     Create {

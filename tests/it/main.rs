@@ -18,6 +18,7 @@ mod lifecycle;
 mod mcp;
 mod protected;
 mod review;
+mod runs;
 mod llm;
 mod sandbox;
 mod sessions;

@@ -64,6 +64,14 @@ keys! {
     "jj" "enabled" Kind::Bool, "false", "Reserved for jj integration; currently only recorded.";
     "tasks" "statuses" Kind::StrList, "[\"backlog\", \"in_progress\", \"review\", \"done\", \"cancelled\"]", "Task statuses in order: where tasks start, where a session works, where a finished session puts them, the one that closes a task once its checks pass; any further ones close it without the checks gate.";
     "tasks" "check_timeout_seconds" Kind::Int { min: 1 }, "600", "Timeout of one task check command (a check's own timeout wins).";
+    "run" "timeout_seconds" Kind::Int { min: 1 }, "600", "Wall-clock limit of one confined command (run_command, `cairn session exec`); the whole process tree is killed at the limit.";
+    "run" "network" Kind::Choice(&["none", "host"]), "\"none\"", "Network of confined commands and checks: none (a private loopback only) or host (the host's network: an explicit opt-in, written in every run's log).";
+    "run" "read_paths" Kind::StrList, "[]", "Host paths a confined command may read besides the system (read-only), e.g. [\"~/.cargo\", \"~/.rustup\", \".venv\"]; ~ is the home directory, a relative path is under the project.";
+    "run" "env" Kind::StrList, "[]", "Names of environment variables passed to confined commands, besides PATH, LANG, TERM and HOME.";
+    "run" "max_memory_mb" Kind::Int { min: 16 }, "4096", "Memory of a confined command's processes (RLIMIT_DATA each) and the size of its private /tmp and written layer, in MiB.";
+    "run" "max_processes" Kind::Int { min: 1 }, "512", "Processes a confined command may run at once.";
+    "run" "max_output_bytes" Kind::Int { min: 1024 }, "65536", "Bytes of a confined command's output kept (its tail) for the log and the reply.";
+    "run" "allow_unconfined" Kind::Bool, "false", "Where the kernel lacks a layer of the boundary (user namespaces, overlayfs in them), run commands anyway in a throwaway copy with a cleared environment, and say so in their log; off, such runs are refused.";
     "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
     "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
     "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
@@ -143,6 +151,19 @@ pub struct Tasks {
     pub check_timeout_seconds: u64,
 }
 
+/// `[run]`: confined commands (checks, run_command).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub timeout_seconds: u64,
+    pub network: String,
+    pub read_paths: Vec<String>,
+    pub env: Vec<String>,
+    pub max_memory_mb: u64,
+    pub max_processes: u64,
+    pub max_output_bytes: u64,
+    pub allow_unconfined: bool,
+}
+
 /// `[ui]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ui {
@@ -161,6 +182,7 @@ pub struct Config {
     pub tmux: Tmux,
     pub jj: Jj,
     pub tasks: Tasks,
+    pub run: Run,
     pub ui: Ui,
 }
 

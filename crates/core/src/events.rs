@@ -31,6 +31,9 @@ pub enum EventKind {
     Undone,
     /// A task was written: `did` is its provenance entry, `who` the actor.
     TaskChanged { task: String, who: String, did: String },
+    /// A confined command ran for the agent (`run_command`, `cairn session exec`): how it
+    /// ended and how many paths it changed in the proposal.
+    CommandRan { command: String, exit: String, duration_ms: i64, changed: usize },
 }
 
 impl EventKind {
@@ -45,6 +48,7 @@ impl EventKind {
             EventKind::HunkDecided { path, accepted } => format!("{} a hunk of {path}", if *accepted { "accepted" } else { "rejected" }),
             EventKind::Undone => "undone".to_string(),
             EventKind::TaskChanged { task, who, did } => format!("task {task}: {did} ({who})"),
+            EventKind::CommandRan { command, exit, duration_ms, changed } => format!("ran `{command}`: {exit} after {duration_ms} ms, {changed} path(s) changed"),
         }
     }
 
@@ -60,6 +64,7 @@ impl EventKind {
             EventKind::HunkDecided { .. } => "hunk_decided",
             EventKind::Undone => "undone",
             EventKind::TaskChanged { .. } => "task_changed",
+            EventKind::CommandRan { .. } => "command_ran",
         }
     }
 
@@ -102,6 +107,7 @@ mod tests {
             EventKind::HunkDecided { path: String::new(), accepted: true },
             EventKind::Undone,
             EventKind::TaskChanged { task: String::new(), who: String::new(), did: String::new() },
+            EventKind::CommandRan { command: String::new(), exit: String::new(), duration_ms: 0, changed: 0 },
         ];
         for k in all {
             assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());

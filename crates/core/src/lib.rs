@@ -34,6 +34,7 @@ pub mod search;
 pub mod externals;
 pub mod hashline;
 pub mod sandbox;
+pub mod runbox;
 pub mod providers;
 pub mod llm;
 pub mod orchestrator;

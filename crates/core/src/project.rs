@@ -64,6 +64,26 @@ pub struct Project {
     /// Who acts through this handle, for task provenance (`human:<user>` from the CLI and the
     /// Neovim host, the agent's identity from `cairn mcp`); the edge sets it.
     pub actor: String,
+    /// The environment of the process that opened the project, passed in by the edge: confined
+    /// runs pick their allow-list (`PATH`, `LANG`, `TERM`, `[run] env`) and `HOME` from it.
+    pub env: HostEnv,
+}
+
+/// Environment variables handed to the core by the edge. Its `Debug` shows names only: the
+/// values may be secrets, and a project handle ends up in logs.
+#[derive(Clone, Default)]
+pub struct HostEnv(pub Vec<(String, String)>);
+
+impl HostEnv {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl std::fmt::Debug for HostEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(k, _)| k)).finish()
+    }
 }
 
 impl Project {
@@ -71,7 +91,7 @@ impl Project {
     /// `cairn` binary that sandbox children run.
     pub fn new(root: &Path, home: Home, config: Config, exe: PathBuf) -> Result<Project> {
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
-        Ok(Project { root, home, config, exe, actor: "human".to_string() })
+        Ok(Project { root, home, config, exe, actor: "human".to_string(), env: HostEnv::default() })
     }
 
     /// Finds the project containing `start`: the nearest ancestor with `.agentfs/`.
@@ -87,6 +107,19 @@ impl Project {
     /// `<root>/.agentfs`.
     pub fn agentfs(&self) -> PathBuf {
         self.root.join(".agentfs")
+    }
+    /// Creates `dir` (`.agentfs`, or a directory under `.grail`) with a `.gitignore` of `*`
+    /// in Cairn's top directory, so git never sees, stashes, cleans or commits Cairn's state
+    /// and jj never snapshots it.
+    pub fn state_dir(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        for top in [self.agentfs(), self.root.join(".grail")] {
+            let ignore = top.join(".gitignore");
+            if dir.starts_with(&top) && !ignore.exists() {
+                std::fs::write(&ignore, "# Cairn's state: never tracked (see `:help cairn`).\n*\n").map_err(|e| Error::io(&ignore, e))?;
+            }
+        }
+        Ok(())
     }
     /// `<root>/.grail/agents/<id>`.
     pub fn agent_dir(&self, id: &str) -> PathBuf {

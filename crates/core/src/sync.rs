@@ -76,7 +76,7 @@ const CHECKPOINT_AFTER: u64 = 1000;
 pub fn init(project: &Project) -> Result<InitReport> {
     let agentfs = project.agentfs();
     project.refuse_lost_bin()?;
-    std::fs::create_dir_all(&agentfs).map_err(|e| Error::io(&agentfs, e))?;
+    project.state_dir(&agentfs)?;
     let mut stable = project.stable()?;
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
     let previous: HashMap<String, Entry> = stable.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();

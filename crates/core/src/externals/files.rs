@@ -80,6 +80,12 @@ impl Host<'_> {
     }
 
     pub(super) fn write_file(&mut self, rel: &str, content: &str) -> Result<Value, CallError> {
+        self.write_bytes(rel, content.as_bytes(), None)
+    }
+
+    /// `write_file` of any bytes, with the checks and limits of `write_file`; `mode` (its
+    /// permission bits) for what a confined command wrote, else the view's mode or 0644.
+    pub(crate) fn write_bytes(&mut self, rel: &str, content: &[u8], mode: Option<u32>) -> Result<Value, CallError> {
         refuse_protected(rel)?;
         if rel.is_empty() || paths::has_skipped_component(rel) {
             return Err(raise("ValueError", "Invalid path"));
@@ -107,15 +113,15 @@ impl Host<'_> {
         self.touch_base(rel, None)?;
         // The proposal never carries setuid, setgid or sticky bits, even over a file that has
         // them: the diff shows the change, and accept cannot write them.
-        let mode = match self.view.read(rel)? {
-            Some((_, mode)) => mode & 0o777,
-            None => 0o644,
+        let mode = match (mode, self.view.read(rel)?) {
+            (Some(mode), _) | (None, Some((_, mode))) => mode & 0o777,
+            (None, None) => 0o644,
         };
-        self.overlay().write(rel, content.as_bytes(), mode)?;
+        self.overlay().write(rel, content, mode)?;
         Ok(Value::Bool(true))
     }
 
-    pub(super) fn delete_file(&self, rel: &str) -> Result<Value, CallError> {
+    pub(crate) fn delete_file(&self, rel: &str) -> Result<Value, CallError> {
         refuse_protected(rel)?;
         match self.view.node(rel)? {
             Node::Absent => return Err(raise("FileNotFoundError", format!("no such file: {rel}"))),

@@ -59,7 +59,7 @@ impl From<Error> for Failure {
 fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> std::result::Result<AgentRecord, Failure> {
     let id = rec.id.as_str();
     let dir = project.agent_dir(id);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    project.state_dir(&dir)?;
     set_aside_previous_attempt(project, id, &dir)?;
 
     // generating

@@ -1,17 +1,12 @@
-//! Running a task's `cmd` checks: in its agent's materialized workspace (the preview
-//! directory, never the working tree), with the project's environment, a timeout, and the
-//! output's tail in `.grail/runs/<task>-<timestamp>.log`. The result is stored on the task.
+//! Running a task's `cmd` checks: each in a fresh confined run workspace of the task's
+//! proposal ([`crate::runbox`]), with a timeout, and the output's tail in
+//! `.grail/runs/<task>-<timestamp>-<n>.log`. The result is stored on the task.
 
-use super::{refused, Check, CheckResult, TaskRow};
+use super::{refused, CheckResult, TaskRow};
 use crate::error::{Error, Result};
 use crate::project::Project;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Bytes of output kept in a check's log (the tail).
-const LOG_TAIL: u64 = 64 * 1024;
+use crate::runbox;
+use std::time::Duration;
 
 /// The checks that keep a task from closing, as `desc (result)`.
 pub fn blocking(t: &TaskRow) -> Vec<String> {
@@ -47,16 +42,19 @@ pub(super) fn run_unpassed(project: &Project, who: &str, t: &mut TaskRow) -> Res
 
 fn run_these(project: &Project, who: &str, t: &mut TaskRow, indices: &[usize]) -> Result<()> {
     let Some(agent) = t.agent.clone() else {
-        return Err(refused(&t.id, "has no proposal to check yet (checks run in its agent's workspace)"));
+        return Err(refused(&t.id, "has no proposal to check yet (checks run in a copy of its proposal)"));
     };
-    let workspace = crate::workspace::materialize(project, &agent)?.path;
+    // Every check gets a fresh run workspace of the proposal as accept would leave it: never
+    // the preview the user may be editing, never the working tree.
+    let changes = crate::review::diff::changes(project, &agent)?;
     let mut summary = Vec::new();
     for &i in indices {
         let check = &mut t.checks[i];
         let Some(cmd) = check.cmd.clone() else { continue };
         let timeout = Duration::from_secs(check.timeout.unwrap_or(project.config.tasks.check_timeout_seconds));
         let log_rel = format!(".grail/runs/{}-{}-{i}.log", t.id, crate::time::now_ms());
-        let passed = run_one(project, &workspace, check, &cmd, timeout, &log_rel)?;
+        let req = runbox::Request { cmd: &cmd, cwd: check.cwd.as_deref().unwrap_or(""), timeout, capture: false };
+        let passed = run_one(project, &changes, &req, &log_rel)?;
         check.result = if passed { CheckResult::Pass } else { CheckResult::Fail };
         check.log = Some(log_rel);
         summary.push(format!("{}: {}", check.desc, if passed { "pass" } else { "fail" }));
@@ -64,61 +62,28 @@ fn run_these(project: &Project, who: &str, t: &mut TaskRow, indices: &[usize]) -
     project.bin()?.task_update(t, who, &format!("ran checks: {}", summary.join("; ")))
 }
 
-/// Runs one command under `sh -c` in the workspace; true when it exits 0 in time.
-fn run_one(project: &Project, workspace: &Path, check: &Check, cmd: &str, timeout: Duration, log_rel: &str) -> Result<bool> {
-    let cwd = match check.cwd.as_deref().filter(|c| !c.is_empty() && *c != ".") {
-        Some(c) => workspace.join(crate::paths::normalize(c, workspace)?),
-        None => workspace.to_path_buf(),
-    };
+/// Runs one check confined; writes its log; true when it exits 0 in time.
+fn run_one(project: &Project, changes: &[crate::review::diff::FileChange], req: &runbox::Request, log_rel: &str) -> Result<bool> {
     let log_path = project.root.join(log_rel);
     if let Some(dir) = log_path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        project.state_dir(dir)?;
     }
-    let mut log = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&log_path).map_err(|e| Error::io(&log_path, e))?;
-    let out = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
-    let err = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Error::io(&cwd, e))?;
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| Error::io("check command", e))? {
-            break Some(s);
-        }
-        if Instant::now() >= deadline {
-            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let verdict = match status {
-        Some(s) => format!("\n[cairn] `{cmd}` exited with {}\n", s.code().map_or("a signal".to_string(), |c| c.to_string())),
-        None => format!("\n[cairn] `{cmd}` timed out after {} s\n", timeout.as_secs()),
-    };
-    let _ = log.write_all(verdict.as_bytes());
-    keep_tail(&mut log);
-    Ok(status.is_some_and(|s| s.success()))
+    let outcome = runbox::run(project, changes, req)?;
+    let mut log = Vec::new();
+    log.extend_from_slice(&header(&outcome));
+    if outcome.output_dropped > 0 {
+        log.extend_from_slice(format!("[cairn] ... {} earlier bytes of output dropped\n", outcome.output_dropped).as_bytes());
+    }
+    log.extend_from_slice(&outcome.output);
+    log.extend_from_slice(format!("\n[cairn] `{}` {} after {} ms\n", req.cmd, outcome.exit, outcome.duration.as_millis()).as_bytes());
+    std::fs::write(&log_path, &log).map_err(|e| Error::io(&log_path, e))?;
+    Ok(outcome.exit.success())
 }
 
-/// Cuts a log down to its last [`LOG_TAIL`] bytes.
-fn keep_tail(log: &mut std::fs::File) {
-    let Ok(len) = log.seek(SeekFrom::End(0)) else { return };
-    if len <= LOG_TAIL {
-        return;
-    }
-    let mut tail = Vec::with_capacity(LOG_TAIL as usize);
-    if log.seek(SeekFrom::Start(len - LOG_TAIL)).is_ok() && log.read_to_end(&mut tail).is_ok() {
-        let _ = log.set_len(0).and_then(|_| log.seek(SeekFrom::Start(0))).and_then(|_| log.write_all(&tail));
+/// The first line of a run's log: how it was confined (the network opt-in is always said).
+pub fn header(outcome: &runbox::Outcome) -> Vec<u8> {
+    match outcome.network.as_str() {
+        "host" => b"[cairn] confined run, network: HOST (opted in by [run] network = \"host\")\n".to_vec(),
+        _ => b"[cairn] confined run, network: none\n".to_vec(),
     }
 }

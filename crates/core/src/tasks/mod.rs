@@ -11,6 +11,7 @@
 
 pub mod checks;
 pub mod sessions;
+pub mod exec;
 
 use crate::error::{Error, Result};
 use crate::project::Project;

@@ -142,7 +142,7 @@ pub fn get_session(project: &Project, id: &str) -> Result<Session> {
 
 /// Runs `f` with a [`crate::externals::Host`] on the session's overlay: the same host as a
 /// `.pym` run (code, limits, protected paths, audit log, events).
-fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
+pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
     let s = open(project, actor, id)?;
     let overlay = project.overlay(&s.agent)?;
     let events = project.bin()?;

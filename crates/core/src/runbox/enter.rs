@@ -1,0 +1,155 @@
+//! The confined side of a run (`cairn __confine <spec>`): builds the boundary and runs the
+//! command in it. Three processes:
+//!
+//! 1. this process: dies with `cairn` (parent-death signal), enters new user, mount, pid, ipc,
+//!    uts and (unless `network = "host"`) net namespaces, forks, and mirrors the exit of
+//! 2. pid 1 of the new pid namespace: builds the file system ([`super::mounts`]), forks the
+//!    command, reaps, enforces the timeout, kills everything left when the command ends
+//!    (all of the namespace dies with it), streams the written layer back and records how the
+//!    command ended;
+//! 3. the command: in a nested user and mount namespace (every mount below is locked, so it
+//!    cannot be undone from inside), with no capabilities, no new privileges, rlimits, a
+//!    cleared environment, `sh -c <cmd>`.
+//!
+//! Both helpers are non-dumpable, so the command cannot read their memory or `/proc` entries.
+//! Runs single-threaded from `main` before anything else starts (fork after threads is unsafe).
+
+use super::spec::{Ended, Spec};
+use super::sys::{check, map_ids, os_err};
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Entry point of `cairn __confine`; returns the process exit code.
+pub fn main(spec_path: &std::path::Path) -> i32 {
+    let spec: Spec = match std::fs::read(spec_path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "cairn __confine: cannot read {}: {e}", spec_path.display());
+            return 125;
+        }
+    };
+    let result = spec.result_file();
+    match outer(&spec) {
+        Ok(code) => code,
+        Err(e) => {
+            write_result(&result, &Ended { setup_error: Some(e), ..Default::default() });
+            125
+        }
+    }
+}
+
+pub(super) fn write_result(path: &std::path::Path, ended: &Ended) {
+    if let Ok(json) = serde_json::to_vec(ended) {
+        let _ = std::fs::write(path, json);
+    }
+}
+
+/// Process 1 of the list above.
+#[allow(unsafe_code)]
+fn outer(spec: &Spec) -> Result<i32, String> {
+    die_with_parent()?;
+    if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(spec.parent_pid) {
+        return Err("cairn exited before the run started".into());
+    }
+    let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if !spec.host_network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: unshare changes only this process's namespaces; no other thread exists.
+    check(unsafe { libc::unshare(flags) } as _, "user namespaces (unshare)")?;
+    map_ids(uid, gid)?;
+    // The pipe tells pid 1 whether this process is still there (see `pid_one`).
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
+    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
+    let (alive_r, alive_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fork in a single-threaded process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    if pid == 0 {
+        drop(alive_w);
+        let code = match pid_one(spec, alive_r) {
+            Ok(code) => code,
+            Err(e) => {
+                write_result(&spec.result_file(), &Ended { setup_error: Some(e), ..Default::default() });
+                125
+            }
+        };
+        // SAFETY: leaving the namespace's init; the kernel kills whatever is left in it.
+        unsafe { libc::_exit(code) };
+    }
+    drop(alive_r);
+    Ok(mirror(pid))
+}
+
+/// Waits for `pid` and returns an exit code that says how it ended.
+#[allow(unsafe_code)]
+fn mirror(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 125;
+        }
+    }
+    if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) }
+}
+
+/// SIGKILL when the thread that started us ends, and non-dumpable (see the module docs).
+#[allow(unsafe_code)]
+fn die_with_parent() -> Result<(), String> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(|e| format!("parent-death signal: {e}"))?;
+    // SAFETY: prctl on this process only.
+    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } as _, "non-dumpable")
+}
+
+/// Process 2: pid 1 of the run's namespace. Its result file is opened first, so that even a
+/// failure to build the boundary is reported after the run's directory is hidden.
+#[allow(unsafe_code)]
+fn pid_one(spec: &Spec, alive: OwnedFd) -> Result<i32, String> {
+    // Through a detached copy of the run's directory: files open for writing on a mount of the
+    // tree would keep it from turning read-only, and the directory is hidden later.
+    let dir = super::mounts::clone_tree(&spec.dir, false)?;
+    let open = |name: &str| {
+        use rustix::fs::{Mode, OFlags};
+        rustix::fs::openat(&dir, name, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC, Mode::from_raw_mode(0o600)).map(std::fs::File::from).map_err(|e| format!("{name}: {e}"))
+    };
+    let mut result = open(super::spec::RESULT)?;
+    let capture = open(super::spec::CAPTURE)?;
+    let ended = match confined(spec, alive, capture) {
+        Ok(ended) => ended,
+        Err(e) => Ended { setup_error: Some(e), ..Default::default() },
+    };
+    let _ = result.write_all(&serde_json::to_vec(&ended).unwrap_or_default());
+    Ok(match (&ended.setup_error, ended.code) {
+        (Some(_), _) => 125,
+        (None, Some(code)) => code,
+        (None, None) => 128 + ended.signal.unwrap_or(libc::SIGKILL),
+    })
+}
+
+#[allow(unsafe_code)]
+fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File) -> Result<Ended, String> {
+    die_with_parent()?;
+    let mut poll = [libc::pollfd { fd: alive.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+    // SAFETY: poll on our own descriptor, no wait. The write end is held only by process 1:
+    // a hang-up means it is already gone, and the death signal may have been missed.
+    if unsafe { libc::poll(poll.as_mut_ptr(), 1, 0) } != 0 {
+        return Err("cairn exited before the run started".into());
+    }
+    drop(alive);
+    let upper = super::mounts::build(spec)?;
+    let pid = super::command::start(spec)?;
+    let ended = super::command::wait(pid, spec.timeout_ms);
+    // SAFETY: pid 1 signalling every other process of its own namespace.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+    super::command::reap_all();
+    if spec.capture {
+        super::capture::write(&upper, capture)?;
+    }
+    Ok(ended)
+}

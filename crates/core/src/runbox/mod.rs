@@ -1,0 +1,230 @@
+//! Confined runs: every command Cairn runs for a task or an agent (a check, `run_command`,
+//! `cairn session exec`) runs here, in a *run workspace* — the project as accept would leave
+//! it, copy-on-write, thrown away afterwards — inside an OS boundary made for untrusted code:
+//! own user, mount, pid, ipc, uts and network namespaces, the host read-only, home, `/tmp`
+//! and `$CAIRN_HOME` replaced by empty private directories, a cleared environment, rlimits,
+//! no capabilities, no new privileges, and the whole process tree killed at the timeout or
+//! when `cairn` goes away.
+//!
+//! The parent side is here: it stages the proposal as a lower layer (only its files are
+//! written: the project itself is the layer below), starts `cairn __confine` ([`enter`]),
+//! keeps the output's tail and reads back what the command wrote ([`capture`]).
+
+mod capture;
+mod command;
+pub mod enter;
+mod mounts;
+mod spec;
+mod stage;
+mod sys;
+
+pub use capture::Written;
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::review::diff::FileChange;
+use spec::{Ended, Spec};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variables every confined command gets (when the host has them).
+pub const BASE_ENV: [&str; 3] = ["PATH", "LANG", "TERM"];
+/// `PATH` when the host has none.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Host directories replaced by an empty private tmpfs (besides home and `$CAIRN_HOME`).
+const MASKED: [&str; 7] = ["/tmp", "/var/tmp", "/run", "/home", "/root", "/etc/ssh", "/mnt"];
+/// Host files replaced by `/dev/null`.
+const HIDDEN: [&str; 3] = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+/// Slack the parent gives pid 1 past the timeout before killing the run from outside.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub cmd: &'a str,
+    /// Working directory, relative to the project root (`""`: the root).
+    pub cwd: &'a str,
+    pub timeout: Duration,
+    /// Read back what the command wrote ([`Outcome::written`]).
+    pub capture: bool,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+impl Exit {
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exited with {c}"),
+            Exit::Signal(s) => write!(f, "was killed by signal {s}"),
+            Exit::TimedOut => write!(f, "timed out"),
+        }
+    }
+}
+
+/// What a run gave.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub exit: Exit,
+    /// The last `[run] max_output_bytes` of stdout and stderr, interleaved as written.
+    pub output: Vec<u8>,
+    /// Bytes of output dropped before the tail.
+    pub output_dropped: u64,
+    pub duration: Duration,
+    /// What the command wrote, deleted or replaced in the workspace (with `capture`).
+    pub written: Vec<Written>,
+    /// `"none"` or `"host"`.
+    pub network: String,
+}
+
+/// Runs `req` in a run workspace of the project with `changes` (a proposal, rebased) on top.
+pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<Outcome> {
+    let started = Instant::now();
+    let dir = stage::RunDir::create(project)?;
+    stage::stage(&dir.path.join("stage"), changes)?;
+    let spec = spec_for(project, &dir.path, req)?;
+    let spec_file = Spec::file(&dir.path);
+    std::fs::write(&spec_file, serde_json::to_vec(&spec)?).map_err(|e| Error::io(&spec_file, e))?;
+    let (output, output_dropped) = start_and_wait(project, &spec_file, req.timeout + KILL_GRACE, project.config.run.max_output_bytes as usize)?;
+    let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
+    if let Some(e) = ended.setup_error {
+        return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor`)")));
+    }
+    let exit = match (ended.timed_out, ended.code, ended.signal) {
+        (true, _, _) => Exit::TimedOut,
+        (false, Some(c), _) => Exit::Code(c),
+        (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
+    };
+    let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e))? } else { Vec::new() };
+    Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network: project.config.run.network.clone() })
+}
+
+/// Can runs be confined on this machine? `Err` names the missing layer.
+pub fn probe(project: &Project) -> std::result::Result<(), String> {
+    let req = Request { cmd: "true", cwd: "", timeout: Duration::from_secs(20), capture: false };
+    match run(project, &[], &req) {
+        Ok(o) if o.exit.success() => Ok(()),
+        Ok(o) => Err(format!("`true` {} in a confined run: {}", o.exit, String::from_utf8_lossy(&o.output).trim())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The spec of one run: the boundary's paths, the cleared environment, the limits.
+fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
+    let run = &project.config.run;
+    let home = project.env.get("HOME").map(PathBuf::from).filter(|h| h.is_absolute()).unwrap_or_else(|| PathBuf::from("/root"));
+    let mut env: Vec<(String, String)> = Vec::new();
+    for name in BASE_ENV.iter().copied().chain(run.env.iter().map(String::as_str)) {
+        if let Some(v) = project.env.get(name) {
+            if !env.iter().any(|(k, _)| k == name) && name != "HOME" {
+                env.push((name.to_string(), v.to_string()));
+            }
+        }
+    }
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    let mut masks: Vec<PathBuf> = MASKED.iter().map(PathBuf::from).collect();
+    masks.push(home.clone());
+    masks.push(project.home.dir.clone());
+    let read_paths = run.read_paths.iter().map(|p| expand(p, &home, &project.root)).collect();
+    let mut workspace_masks = vec![project.agentfs(), project.root.join(".grail")];
+    if project.home.dir.starts_with(&project.root) {
+        workspace_masks.push(project.home.dir.clone());
+    }
+    let cwd = match req.cwd.trim_matches('/') {
+        "" | "." => project.root.clone(),
+        c => project.root.join(crate::paths::normalize(c, &project.root)?),
+    };
+    Ok(Spec {
+        parent_pid: std::process::id() as i32,
+        root: project.root.clone(),
+        dir: dir.to_path_buf(),
+        cmd: req.cmd.to_string(),
+        cwd,
+        env,
+        masks,
+        hidden_files: HIDDEN.iter().map(PathBuf::from).collect(),
+        read_paths,
+        workspace_masks,
+        host_network: run.network == "host",
+        timeout_ms: req.timeout.as_millis() as u64,
+        max_memory_mb: run.max_memory_mb,
+        max_processes: run.max_processes,
+        capture: req.capture,
+    })
+}
+
+/// `~` → home, relative → under the project.
+fn expand(p: &str, home: &Path, root: &Path) -> PathBuf {
+    match p.strip_prefix('~') {
+        Some(rest) => home.join(rest.trim_start_matches('/')),
+        None if Path::new(p).is_absolute() => PathBuf::from(p),
+        None => root.join(p),
+    }
+}
+
+/// Starts `cairn __confine`, keeps the output's last `keep` bytes, kills the run from outside
+/// if it outlives `limit`. Returns the tail and how many bytes were dropped before it.
+fn start_and_wait(project: &Project, spec_file: &Path, limit: Duration, keep: usize) -> Result<(Vec<u8>, u64)> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
+    let w2 = w.try_clone().map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
+    let mut child = Command::new(&project.exe)
+        .arg("__confine")
+        .arg(spec_file)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(w))
+        .stderr(Stdio::from(w2))
+        .spawn()
+        .map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", project.exe.display())))?;
+    let reader = std::thread::spawn(move || tail(std::fs::File::from(r), keep));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(limit).is_err() {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    });
+    let waited = child.wait();
+    let _ = done_tx.send(());
+    let _ = watchdog.join();
+    waited.map_err(|e| Error::Sandbox(format!("wait: {e}")))?;
+    reader.join().map_err(|_| Error::Internal("the output reader of a run panicked".into()))
+}
+
+/// Reads `r` to its end, keeping the last `keep` bytes.
+fn tail(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
+    let mut buf = std::collections::VecDeque::with_capacity(keep.min(1 << 20));
+    let mut dropped = 0u64;
+    let mut chunk = [0u8; 16 * 1024];
+    while let Ok(n) = r.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        buf.extend(&chunk[..n]);
+        if buf.len() > keep {
+            let over = buf.len() - keep;
+            buf.drain(..over);
+            dropped += over as u64;
+        }
+    }
+    (buf.into_iter().collect(), dropped)
+}

@@ -1,0 +1,77 @@
+//! What the parent tells `cairn __confine`: one JSON file in the run's directory, written
+//! before the start and read by the confined side before it hides that directory.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// File names in the run's directory.
+pub const CAPTURE: &str = "capture";
+pub const RESULT: &str = "result.json";
+
+/// Everything the confined side needs to build the boundary and start the command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spec {
+    /// The `cairn` process that started the run: the confined side leaves if it is gone.
+    pub parent_pid: i32,
+    /// The project root (canonical): the lower layer, and where the workspace appears.
+    pub root: PathBuf,
+    /// The run's directory under `$CAIRN_HOME/runs/` (the files below live in it).
+    pub dir: PathBuf,
+    /// The command, run as `sh -c <cmd>`.
+    pub cmd: String,
+    /// The working directory (absolute, inside the workspace).
+    pub cwd: PathBuf,
+    /// The command's whole environment (already reduced to the allow-list).
+    pub env: Vec<(String, String)>,
+    /// Directories covered by an empty private tmpfs (home, `/tmp`, `$CAIRN_HOME`, ...).
+    pub masks: Vec<PathBuf>,
+    /// Files covered by `/dev/null` (`/etc/shadow`, ...).
+    pub hidden_files: Vec<PathBuf>,
+    /// Host paths kept readable (read-only) inside the masks.
+    pub read_paths: Vec<PathBuf>,
+    /// Paths inside the workspace covered by an empty read-only tmpfs (`.agentfs`, `.grail`).
+    pub workspace_masks: Vec<PathBuf>,
+    /// The host's network (`[run] network = "host"`) instead of a private loopback.
+    pub host_network: bool,
+    pub timeout_ms: u64,
+    pub max_memory_mb: u64,
+    pub max_processes: u64,
+    /// Stream the written layer back (`capture` file) after the command ends.
+    pub capture: bool,
+}
+
+impl Spec {
+    /// The proposal's layer (lower, above the project).
+    pub fn stage(&self) -> PathBuf {
+        self.dir.join("stage")
+    }
+    /// Where the private tmpfs for the written layer is mounted.
+    pub fn rw(&self) -> PathBuf {
+        self.dir.join("rw")
+    }
+    /// Where the overlay is assembled before it moves onto the project's path.
+    pub fn merged(&self) -> PathBuf {
+        self.dir.join("merged")
+    }
+    /// The written layer, streamed back (see [`super::capture`]).
+    pub fn capture_file(&self) -> PathBuf {
+        self.dir.join(CAPTURE)
+    }
+    /// How the command ended ([`Ended`] as JSON).
+    pub fn result_file(&self) -> PathBuf {
+        self.dir.join(RESULT)
+    }
+    pub fn file(dir: &Path) -> PathBuf {
+        dir.join("spec.json")
+    }
+}
+
+/// How the command ended, as the confined side saw it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Ended {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// The boundary could not be built: the command never ran.
+    pub setup_error: Option<String>,
+}

@@ -1,0 +1,29 @@
+//! Small helpers of the confined side: libc results as `Result<_, String>` (the confined
+//! side reports failures as text in the run's result), C strings, the id maps of a new user
+//! namespace.
+
+use std::ffi::CString;
+
+/// An error of a step, as `what: errno text`.
+pub(super) fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// `Ok` when a libc call returned 0 (or more), else the error named by `what`.
+pub(super) fn check(rc: libc::c_long, what: &str) -> Result<(), String> {
+    if rc < 0 { Err(os_err(what)) } else { Ok(()) }
+}
+
+pub(super) fn cstr(s: impl AsRef<std::ffi::OsStr>) -> Result<CString, String> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(s.as_ref().as_bytes()).map_err(|_| "a path holds a NUL byte".to_string())
+}
+
+/// Maps the caller's uid and gid onto themselves in the user namespace just entered.
+pub(super) fn map_ids(uid: u32, gid: u32) -> Result<(), String> {
+    let write = |file: &str, text: String| std::fs::write(file, text).map_err(|e| format!("user namespace ({file}): {e}"));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
+}
+

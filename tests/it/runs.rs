@@ -1,0 +1,195 @@
+//! Confined runs (`:help cairn-runs`), tested from outside: a hostile MCP client (official
+//! Python SDK) and a proposal that plants a probe run by a human-written check try to reach
+//! secrets, the environment, the host's files, the network, a bystander process, and to
+//! outlive the run; ordinary work (a test suite, a formatter) passes and its writes become
+//! the proposal.
+
+use crate::support::*;
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// What the probe is aimed at; each `LEAK-*` line it prints is a hole.
+struct Targets {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    tmp_token: PathBuf,
+    outside: PathBuf,
+    listener: TcpListener,
+    bystander: Child,
+    secret: String,
+}
+
+impl Targets {
+    fn new(f: &Fixture) -> Targets {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("userhome");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE-KEY-home\n").unwrap();
+        let tmp_token = dir.path().join("token");
+        std::fs::write(&tmp_token, "TOKEN-tmp\n").unwrap();
+        std::fs::write(f.home.join("secret.txt"), "SECRET-cairn-home\n").unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let bystander = Command::new("sleep").arg("600").stdin(Stdio::null()).spawn().unwrap();
+        let secret = format!("sk-{}", std::process::id());
+        Targets { outside: f.dir.path().join("escaped.txt"), _dir: dir, home, tmp_token, listener, bystander, secret }
+    }
+
+    /// A shell probe: prints `probe-ran`, then `LEAK-<what>` for each thing it could do.
+    fn probe(&self, f: &Fixture) -> String {
+        let port = self.listener.local_addr().unwrap().port();
+        let by = self.bystander.id();
+        [
+            "echo probe-ran".to_string(),
+            format!("cat {}/.ssh/id_ed25519 && echo LEAK-home", self.home.display()),
+            "cat \"$HOME/.ssh/id_ed25519\" && echo LEAK-home-var".to_string(),
+            format!("cat {} && echo LEAK-tmp", self.tmp_token.display()),
+            format!("cat {}/secret.txt && echo LEAK-cairn-home", f.home.display()),
+            format!("ls {}/.agentfs/bin.db && echo LEAK-agentfs", f.root.display()),
+            format!("(env; cat /proc/*/environ) 2>/dev/null | grep -a -q {} && echo LEAK-env", self.secret),
+            // Under /tmp the write lands in the run's private /tmp (checked on the host below);
+            // the build directory is host file system that no mask covers.
+            format!("echo x > {}", self.outside.display()),
+            format!("echo x > {}/escaped-{} && echo LEAK-write", env!("CARGO_TARGET_TMPDIR"), std::process::id()),
+            format!("echo x >> {}/src/app.py && echo wrote-workspace", f.root.display()),
+            format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('LEAK-net')\""),
+            format!("kill -9 {by} && echo LEAK-kill"),
+            format!("cat /proc/{by}/environ && echo LEAK-ptrace"),
+            "(sleep 987651 &) ; nohup sleep 987652 >/dev/null 2>&1 &".to_string(),
+            "true".to_string(),
+        ]
+        .join("\n")
+    }
+
+    /// The cairn binary's environment: the planted home and a secret variable.
+    fn env(&self, c: &mut Command) {
+        c.env("HOME", &self.home).env("CAIRN_TEST_API_KEY", &self.secret);
+    }
+
+    /// Asserts that a probe's output shows it ran and found no hole, and that nothing of it
+    /// reached outside.
+    fn assert_held(&mut self, f: &Fixture, output: &str) {
+        assert!(output.contains("probe-ran"), "the probe did not run: {output}");
+        assert!(!output.lines().any(|l| l.starts_with("LEAK")), "the boundary leaked:\n{output}");
+        assert!(!self.outside.exists(), "a write landed outside the workspace");
+        assert_eq!(f.read_str("src/app.py").unwrap(), "x = 1\n", "the working tree changed");
+        assert!(self.listener.accept().is_err(), "a connection reached the host's loopback");
+        assert!(self.bystander.try_wait().unwrap().is_none(), "the bystander was killed");
+        wait_until(10, "the probe's processes to end", || leftovers().is_empty());
+    }
+}
+
+impl Drop for Targets {
+    fn drop(&mut self) {
+        let _ = self.bystander.kill();
+        let _ = self.bystander.wait();
+    }
+}
+
+/// Processes of the probes still running anywhere on the machine.
+fn leftovers() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains("98765") && !cmd.contains("echo") {
+                out.push(cmd);
+            }
+        }
+    }
+    out
+}
+
+fn sdk_python() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
+    assert!(p.exists(), "the MCP Python SDK is missing: run `bash scripts/test.sh` (it installs .venv/mcp)");
+    p
+}
+
+#[test]
+fn a_hostile_mcp_client_reaches_nothing_through_its_checks_or_run_command() {
+    let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
+    let mut t = Targets::new(&f);
+    let probe = t.probe(&f);
+    let mut c = Command::new(sdk_python());
+    c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile.py")).arg(exe()).arg(&f.root).arg(&probe).env("CAIRN_HOME", &f.home);
+    t.env(&mut c);
+    let out = c.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let ran = r["run_command"]["output"].as_str().unwrap();
+    t.assert_held(&f, ran);
+    assert!(ran.contains("wrote-workspace"), "the run workspace is writable: {ran}");
+    assert_eq!(r["run_command"]["network"], "none");
+    let log = f.read_str(r["checks"][0]["log"].as_str().unwrap()).unwrap();
+    t.assert_held(&f, &log);
+    assert!(log.starts_with("[cairn] confined run, network: none"), "{log}");
+}
+
+#[test]
+fn a_planted_probe_run_by_a_human_check_reaches_nothing() {
+    let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
+    let mut t = Targets::new(&f);
+    let probe = t.probe(&f);
+    let s = f.run_ok(&format!("write_file('conftest.sh', {})\n", serde_json::to_string(&probe).unwrap()));
+    let task = f.cairn(&["task", "create", "tests", "--check", "suite=sh conftest.sh", "--json"]).ok().json();
+    let id = task["id"].as_str().unwrap();
+    cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
+    let mut c = f.cmd();
+    c.args(["task", "check", id]);
+    t.env(&mut c);
+    let r = Run::from(c.output().unwrap());
+    assert_eq!(r.code, 0, "{r:?}");
+    let shown = f.cairn(&["task", "show", id, "--json"]).ok().json();
+    let log = f.read_str(shown["checks"][0]["log"].as_str().unwrap()).unwrap();
+    t.assert_held(&f, &log);
+}
+
+/// Opens an MCP-style session through the library (as `cairn mcp` would) on a new task.
+fn session(f: &Fixture, actor: &str) -> (String, String) {
+    let p = f.project();
+    let t = cairn::tasks::create(&p, actor, "work", "", &[], Vec::new()).unwrap();
+    let s = cairn::tasks::sessions::begin(&p, actor, &t.row.id, "key").unwrap();
+    (s.row.id.clone(), s.row.agent.clone())
+}
+
+#[test]
+fn killing_cairn_kills_the_run() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let (sid, _) = session(&f, "agent:sh");
+    let mut child = f.cmd().args(["session", "exec", &sid, "--actor", "agent:sh", "--", "sleep 987653"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_until(20, "the command to start", || !leftovers().is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until(10, "the run to die with cairn", || leftovers().is_empty());
+}
+
+#[test]
+fn a_formatter_run_through_session_exec_becomes_the_proposal() {
+    let f = Fixture::with_files(&[("a.py", "x=1\n"), ("b.py", "y=2\n"), ("old.py", "z\n"), ("keep.py", "k\n")]);
+    std::fs::write(f.root.join(".gitignore"), "*.log\n").unwrap();
+    let (sid, agent) = session(&f, "agent:sh");
+    let fmt = "import os\nfor n in ('a.py', 'b.py'):\n    s = open(n).read().replace('=', ' = ')\n    open(n, 'w').write(s)\nos.remove('old.py')\nopen('run.log', 'w').write('ignored')\n";
+    let p = f.project();
+    cairn::tasks::sessions::tool(&p, "agent:sh", &sid, "write_file", &[Value::from("fmt.py"), Value::from(fmt)], &Default::default()).unwrap().unwrap();
+    let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:sh", "--json", "--", "python3", "fmt.py"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let ran = r.json();
+    assert_eq!(ran["changed"], serde_json::json!(["a.py", "b.py"]), "{ran}");
+    assert_eq!(ran["deleted"], serde_json::json!(["old.py"]), "{ran}");
+    assert_eq!(f.read_str("a.py").unwrap(), "x=1\n", "nothing landed");
+    let diff = f.cairn(&["diff", &agent]).ok().stdout;
+    for line in ["+x = 1", "+y = 2", "-z", "+++ b/fmt.py"] {
+        assert!(diff.lines().any(|l| l == line), "{line} missing from:\n{diff}");
+    }
+    assert!(!diff.contains("b/run.log") && !diff.contains("b/keep.py"), "{diff}");
+    // capture off: the run's writes are thrown away.
+    let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:sh", "--no-capture", "--json", "--", "rm keep.py"]).ok().json();
+    assert_eq!(r["deleted"], serde_json::json!([]));
+    assert!(!f.cairn(&["diff", &agent]).ok().stdout.contains("keep.py"));
+    let events = f.cairn(&["events", "--json"]).ok().stdout;
+    assert!(events.contains("command_ran") && events.contains("python3 fmt.py"), "{events}");
+}
