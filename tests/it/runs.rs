@@ -193,3 +193,108 @@ fn a_formatter_run_through_session_exec_becomes_the_proposal() {
     let events = f.cairn(&["events", "--json"]).ok().stdout;
     assert!(events.contains("command_ran") && events.contains("python3 fmt.py"), "{events}");
 }
+
+/// `cmd` as an ordinary user: uid/gid 65534 through `setpriv` when the tests run as root
+/// (containers, CI), else as is.
+fn as_ordinary_user(args: &[&std::ffi::OsStr]) -> Command {
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+    let mut c = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c
+    } else {
+        Command::new(args[0])
+    };
+    c.args(if root { args } else { &args[1..] });
+    c
+}
+
+/// A minimal MCP client over raw JSON-RPC lines (the SDK's interpreter may not be reachable
+/// by another user): each call returns the tool's text.
+struct RawMcp {
+    child: Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl RawMcp {
+    fn start(mut c: Command) -> RawMcp {
+        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut m = RawMcp { child, out, next: 1 };
+        m.request("initialize", serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "ordinary", "version": "1"}}));
+        m.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+    fn send(&mut self, v: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        let id = self.next;
+        self.next += 1;
+        self.send(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "the server closed its output");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}));
+        let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{tool} failed: {r}"));
+        serde_json::from_str(text).unwrap_or(Value::String(text.to_string()))
+    }
+}
+
+impl Drop for RawMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_ordinary_user_runs_confined_commands_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (root, home) = (dir.path().join("proj"), dir.path().join("home"));
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("src/app.py"), "x=1\n").unwrap();
+    let chown = Command::new("chown").arg("-R").arg("65534:65534").arg(&root).arg(&home).status();
+    let is_root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+    assert!(!is_root || chown.is_ok_and(|s| s.success()));
+    let base = |sub: &str| -> Command {
+        let exe = exe();
+        let mut c = as_ordinary_user(&[exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), home.as_os_str(), sub.as_ref()]);
+        c.env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    };
+    let init = base("init").output().unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let mut m = RawMcp::start(base("mcp"));
+    let task = m.call("task_create", serde_json::json!({"title": "format"}));
+    let s = m.call("session_begin", serde_json::json!({"task": task["id"], "idempotency_key": "k"}));
+    let cmd = "id -u; sed -i 's/=/ = /' src/app.py; echo new > src/gen.txt; echo x > /etc/escaped && echo LEAK-write; python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=2); print('LEAK-net')\"; true";
+    let ran = m.call("run_command", serde_json::json!({"session": s["id"], "command": cmd}));
+    let out = ran["output"].as_str().unwrap();
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert!(!out.lines().any(|l| l.starts_with("LEAK")), "{out}");
+    if is_root {
+        assert!(out.starts_with("65534"), "ran as the ordinary user: {out}");
+    }
+    assert_eq!(ran["changed"], serde_json::json!(["src/app.py", "src/gen.txt"]), "{ran}");
+    m.call("session_finish", serde_json::json!({"session": s["id"], "summary": "formatted"}));
+    assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), "x=1\n", "nothing landed");
+    let diff = base("diff").arg(s["agent"].as_str().unwrap()).output().unwrap();
+    let diff = String::from_utf8_lossy(&diff.stdout);
+    assert!(diff.contains("+x = 1") && diff.contains("+new"), "{diff}");
+}

@@ -56,6 +56,7 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
     use rustix::process::Resource;
     // A nested user and mount namespace: every mount pid 1 made is now locked together, so
     // no unmount can uncover what the masks hide.
+    super::sys::dumpable(true)?;
     // SAFETY: unshare on this (single-threaded) process.
     check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } as _, "nested namespaces")?;
     map_ids(uid, gid)?;

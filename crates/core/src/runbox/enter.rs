@@ -15,7 +15,7 @@
 //! Runs single-threaded from `main` before anything else starts (fork after threads is unsafe).
 
 use super::spec::{Ended, Spec};
-use super::sys::{check, map_ids, os_err};
+use super::sys::{check, dumpable, map_ids, os_err};
 use std::io::Write as _;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -59,6 +59,7 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     // SAFETY: unshare changes only this process's namespaces; no other thread exists.
     check(unsafe { libc::unshare(flags) } as _, "user namespaces (unshare)")?;
     map_ids(uid, gid)?;
+    dumpable(false)?;
     // The pipe tells pid 1 whether this process is still there (see `pid_one`).
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two descriptors.
@@ -99,12 +100,9 @@ fn mirror(pid: libc::pid_t) -> i32 {
     if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) }
 }
 
-/// SIGKILL when the thread that started us ends, and non-dumpable (see the module docs).
-#[allow(unsafe_code)]
+/// SIGKILL when the thread that started us ends.
 fn die_with_parent() -> Result<(), String> {
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(|e| format!("parent-death signal: {e}"))?;
-    // SAFETY: prctl on this process only.
-    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } as _, "non-dumpable")
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(|e| format!("parent-death signal: {e}"))
 }
 
 /// Process 2: pid 1 of the run's namespace. Its result file is opened first, so that even a
@@ -135,6 +133,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd) -> Result<i32, String> {
 #[allow(unsafe_code)]
 fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File) -> Result<Ended, String> {
     die_with_parent()?;
+    dumpable(false)?;
     let mut poll = [libc::pollfd { fd: alive.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
     // SAFETY: poll on our own descriptor, no wait. The write end is held only by process 1:
     // a hang-up means it is already gone, and the death signal may have been missed.

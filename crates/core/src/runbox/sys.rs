@@ -27,3 +27,11 @@ pub(super) fn map_ids(uid: u32, gid: u32) -> Result<(), String> {
     write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
 }
 
+
+/// Non-dumpable (see the docs of `enter`), or again dumpable: a non-dumpable process cannot
+/// write its own id maps (its `/proc` files belong to root).
+#[allow(unsafe_code)]
+pub(super) fn dumpable(on: bool) -> Result<(), String> {
+    // SAFETY: prctl on this process only.
+    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, on as libc::c_ulong, 0, 0, 0) } as _, "dumpable flag")
+}
