@@ -249,7 +249,7 @@ impl Server {
 
     #[tool(description = "Create a task. Deps must exist. Checks: {desc, cmd} run in the proposal's workspace, or {desc, type: \"manual\"}.")]
     async fn task_create(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<CreateArgs>) -> Reply {
-        let checks: Vec<Check> = a.checks.unwrap_or_default().into_iter().map(|c| Check { desc: c.desc, cmd: c.cmd, kind: c.kind, cwd: c.cwd, timeout: c.timeout, result: Default::default(), log: None }).collect();
+        let checks: Vec<Check> = a.checks.unwrap_or_default().into_iter().map(|c| Check { desc: c.desc, cmd: c.cmd, kind: c.kind, cwd: c.cwd, timeout: c.timeout, result: Default::default(), log: None, author: None, approved_by: None }).collect();
         self.core(&ctx, move |p, who| tasks::create(p, who, &a.title, a.body.as_deref().unwrap_or(""), &a.deps.unwrap_or_default(), checks)).await
     }
 

@@ -111,13 +111,16 @@ pub enum TaskCmd {
         #[arg(long)]
         fail: bool,
     },
+    /// Approve an agent-written check, so that it counts for the gates (only checks a human
+    /// wrote or approved do).
+    ApproveCheck { id: String, index: usize },
     /// Append a note to the task's provenance.
     Note { id: String, text: String },
 }
 
 fn parse_check(spec: &str) -> Result<Check> {
     let (desc, cmd) = spec.split_once('=').ok_or_else(|| Error::Usage(format!("--check takes desc=cmd, got '{spec}'")))?;
-    Ok(Check { desc: desc.trim().to_string(), cmd: Some(cmd.to_string()), kind: None, cwd: None, timeout: None, result: Default::default(), log: None })
+    Ok(Check { desc: desc.trim().to_string(), cmd: Some(cmd.to_string()), kind: None, cwd: None, timeout: None, result: Default::default(), log: None, author: None, approved_by: None })
 }
 
 /// Runs one `cairn task` command; returns the exit code.
@@ -126,7 +129,7 @@ pub fn run(project: &Project, cmd: TaskCmd) -> Result<i32> {
     let (task, json) = match cmd {
         TaskCmd::Create { title, body, deps, checks, manual, json } => {
             let mut all = checks.iter().map(|c| parse_check(c)).collect::<Result<Vec<_>>>()?;
-            all.extend(manual.into_iter().map(|desc| Check { desc, cmd: None, kind: Some("manual".into()), cwd: None, timeout: None, result: Default::default(), log: None }));
+            all.extend(manual.into_iter().map(|desc| Check { desc, cmd: None, kind: Some("manual".into()), cwd: None, timeout: None, result: Default::default(), log: None, author: None, approved_by: None }));
             (tasks::create(project, &who, &title, &body, &deps, all)?, json)
         }
         TaskCmd::List { status, assignee, ready, json } => {
@@ -151,6 +154,7 @@ pub fn run(project: &Project, cmd: TaskCmd) -> Result<i32> {
             return Ok(i32::from(failing));
         }
         TaskCmd::Attest { id, index, fail } => (tasks::attest(project, &who, &id, index, !fail)?, false),
+        TaskCmd::ApproveCheck { id, index } => (tasks::approve_check(project, &who, &id, index)?, false),
         TaskCmd::Note { id, text } => (tasks::note(project, &who, &id, &text)?, false),
     };
     if json {
@@ -204,7 +208,7 @@ fn show(t: &Task) {
     }
     for (i, c) in r.checks.iter().enumerate() {
         let how = c.cmd.as_deref().map_or("manual".to_string(), |c| format!("`{c}`"));
-        outln(&format!("check {i}   {} {} {how}{}", mark(c.result), c.desc, c.log.as_deref().map(|l| format!("  ({l})")).unwrap_or_default()));
+        outln(&format!("check {i}   {} {} {how}  [{}]{}", mark(c.result), c.desc, c.authority(), c.log.as_deref().map(|l| format!("  ({l})")).unwrap_or_default()));
     }
     if !r.body.is_empty() {
         outln("");

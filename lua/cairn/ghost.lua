@@ -12,16 +12,39 @@ local M = {}
 
 local MARKS = { pass = '✓', fail = '✗', pending = '…' }
 
---- `  checks ✓✗…` for the results of the agent's task checks ('' without any).
+--- The mark of one check: `✓`, `✗` or `…`, and for a check an agent wrote, its author and
+--- whether it counts for the gates: `✓(agent:x, not counted)`. `c` is a result string or a
+--- check table (`{result, by, counts}` from the host, or a task's `{result, author,
+--- approved_by}`).
+function M.check_mark(c)
+  if type(c) ~= 'table' then
+    return MARKS[c] or '?'
+  end
+  local mark = MARKS[c.result] or '?'
+  local by = c.by
+  if by == nil and type(c.author) == 'string' and not c.author:match('^human') then
+    by = c.author
+  end
+  if type(by) ~= 'string' then
+    return mark
+  end
+  local counts = c.counts
+  if counts == nil then
+    counts = type(c.approved_by) == 'string'
+  end
+  return string.format('%s(%s%s)', mark, require('cairn.notify').escape(by), counts == true and ', approved' or ', not counted')
+end
+
+--- `  checks ✓✗…` for the agent's task checks ('' without any).
 function M.checks_text(checks)
   if type(checks) ~= 'table' or #checks == 0 then
     return ''
   end
   local marks = {}
-  for _, r in ipairs(checks) do
-    table.insert(marks, MARKS[r] or '?')
+  for _, c in ipairs(checks) do
+    table.insert(marks, M.check_mark(c))
   end
-  return '  checks ' .. table.concat(marks)
+  return '  checks ' .. table.concat(marks, ' ')
 end
 
 M.ns = vim.api.nvim_create_namespace('cairn')

@@ -105,11 +105,7 @@ function M.status(id, on_done)
   rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict(), function(s)
     local lines = { describe(s) }
     if type(s.for_task) == 'table' then
-      local results = {}
-      for _, c in ipairs(s.for_task.checks or {}) do
-        table.insert(results, c.result)
-      end
-      table.insert(lines, string.format('  task %s (%s)%s', s.for_task.id, s.for_task.status, require('cairn.ghost').checks_text(results)))
+      table.insert(lines, string.format('  task %s (%s)%s', s.for_task.id, s.for_task.status, require('cairn.ghost').checks_text(s.for_task.checks)))
     end
     for _, c in ipairs(s.changes or {}) do
       table.insert(lines, string.format('  %-9s %s', c.kind, c.path))
@@ -146,17 +142,16 @@ local function scratch(name, lines)
   return buf
 end
 
-local MARK = { pass = '✓', fail = '✗', pending = '…' }
 
 --- One line of `:CairnTasks` (agent-written text escaped).
 function M.task_line(t)
   local checks = {}
   for _, c in ipairs(t.checks or {}) do
-    table.insert(checks, MARK[c.result] or '?')
+    table.insert(checks, require('cairn.ghost').check_mark(c))
   end
   local s = string.format('%-8s %-12s %-5s %-18s %-6s %-5s %s', t.id, t.status, t.ready and 'ready' or '',
     t.assignee ~= vim.NIL and t.assignee or '-', t.agent ~= vim.NIL and t.agent or '-',
-    #checks > 0 and table.concat(checks) or '-', t.title)
+    #checks > 0 and table.concat(checks, ' ') or '-', t.title)
   return notify.escape(s)
 end
 

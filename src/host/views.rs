@@ -10,8 +10,8 @@ pub fn agent_log(project: &cairn_core::project::Project, id: &str) -> Result<ser
     Ok(serde_json::json!({ "id": id, "events": events }))
 }
 
-/// The results of the checks of the task whose proposal `agent` is (`pass`, `fail`,
-/// `pending`, in order), empty when it has none.
+/// The checks of the task whose proposal `agent` is, in order: `{desc, result, by, counts}`
+/// (`by`: the agent that wrote it, for an agent's own check), empty when it has none.
 pub fn task_checks(project: &cairn_core::project::Project, agent: &str) -> Vec<serde_json::Value> {
-    cairn_core::command::task_brief(project, agent).map(|t| t.checks.into_iter().map(|c| c["result"].clone()).collect()).unwrap_or_default()
+    cairn_core::command::task_brief(project, agent).map(|t| t.checks).unwrap_or_default()
 }

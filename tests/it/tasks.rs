@@ -110,3 +110,41 @@ fn manual_checks_are_attested() {
     assert_eq!(shown["status"], "done");
     assert!(shown["provenance"].as_array().unwrap().iter().any(|p| p["did"] == "note: looked fine"));
 }
+
+#[test]
+fn agent_written_checks_report_but_count_only_once_a_human_approves() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let p = f.project();
+    let check = |desc: &str, cmd: &str| cairn::tasks::Check { desc: desc.into(), cmd: Some(cmd.into()), kind: None, cwd: None, timeout: None, result: Default::default(), log: None, author: Some("human:forged".into()), approved_by: Some("human:forged".into()) };
+    // An agent's task, with a check that fails: the author is the creator, whatever it sent.
+    let t = cairn::tasks::create(&p, "agent:bot", "agent task", "", &[], vec![check("agent's own", "exit 1")]).unwrap();
+    let id = t.row.id.clone();
+    assert_eq!(t.row.checks[0].author.as_deref(), Some("agent:bot"));
+    assert_eq!(t.row.checks[0].approved_by, None, "approval cannot come with the input");
+    let s = f.run_ok("write_file('b.txt', 'b\\n')\n");
+    link(&f, &id, &s.id);
+    f.cairn(&["task", "check", &id]);
+    let shown = f.cairn(&["task", "show", &id]).ok().stdout;
+    assert!(shown.contains("[agent:bot, not approved: does not count]"), "{shown}");
+    // The agent cannot close it, nor approve its own check.
+    let e = cairn::tasks::transition(&p, "agent:bot", &id, "done").unwrap_err().to_string();
+    assert!(e.contains("an agent does not close tasks"), "{e}");
+    assert!(cairn::tasks::approve_check(&p, "agent:bot", &id, 0).unwrap_err().to_string().contains("only a human"));
+    // Not counted: the failing agent check does not block accept...
+    f.cairn(&["accept", &s.id]).ok();
+    assert_eq!(task_json(&f, &["show", &id])["status"], "done", "a human's accept closes it");
+    // ...but once approved, it does, and a forced accept is recorded.
+    let t = cairn::tasks::create(&p, "agent:bot", "second", "", &[], vec![check("agent's own", "exit 1")]).unwrap();
+    let id = t.row.id.clone();
+    f.cairn(&["task", "approve-check", &id, "0"]).ok();
+    let s = f.run_ok("write_file('c.txt', 'c\\n')\n");
+    link(&f, &id, &s.id);
+    f.cairn(&["task", "check", &id]);
+    let j = task_json(&f, &["show", &id]);
+    assert!(j["checks"][0]["approved_by"].as_str().unwrap().starts_with("human"), "{j}");
+    let r = f.cairn(&["accept", &s.id]);
+    assert!(r.code != 0 && r.stderr.contains("agent's own (fail)"), "{r:?}");
+    f.cairn(&["accept", &s.id, "--force"]).ok();
+    let j = task_json(&f, &["show", &id]);
+    assert!(j["provenance"].as_array().unwrap().iter().any(|p| p["did"].as_str().unwrap().contains("--force")), "{j}");
+}

@@ -88,7 +88,8 @@ pub struct TaskBrief {
 pub fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
     let bin = project.bin().ok()?;
     let t = bin.task_get(&bin.task_of_agent(id).ok()??).ok()?;
-    let checks = t.checks.iter().map(|c| serde_json::json!({ "desc": c.desc, "result": c.result })).collect();
+    // `by`: the agent that wrote a check (none for a human's); `counts`: whether it gates.
+    let checks = t.checks.iter().map(|c| serde_json::json!({ "desc": c.desc, "result": c.result, "by": c.author.as_deref().filter(|a| !crate::tasks::is_human(a)), "counts": c.counts() })).collect();
     Some(TaskBrief { id: t.id, status: t.status, checks })
 }
 

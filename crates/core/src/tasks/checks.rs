@@ -8,11 +8,12 @@ use crate::project::Project;
 use crate::runbox;
 use std::time::Duration;
 
-/// The checks that keep a task from closing, as `desc (result)`.
+/// The checks that keep a task from closing, as `desc (result)`: those that count (a
+/// human wrote or approved them) and do not pass.
 pub fn blocking(t: &TaskRow) -> Vec<String> {
     t.checks
         .iter()
-        .filter(|c| c.result != CheckResult::Pass)
+        .filter(|c| c.counts() && c.result != CheckResult::Pass)
         .map(|c| format!("{} ({})", c.desc, if c.result == CheckResult::Fail { "fail" } else { "pending" }))
         .collect()
 }

@@ -18,7 +18,7 @@ use crate::project::Project;
 use crate::store::bin::Bin;
 use serde::Serialize;
 
-pub use crate::store::bin::{Check, CheckResult, Provenance, TaskRow};
+pub use crate::store::bin::{is_human, Check, CheckResult, Provenance, TaskRow};
 
 /// A task as read: the row plus what is derived.
 #[derive(Debug, Clone, Serialize)]
@@ -107,7 +107,8 @@ pub fn create(project: &Project, who: &str, title: &str, body: &str, deps: &[Str
             return Err(Error::Usage(format!("check {i} ({}) needs a cmd, or type \"manual\"", c.desc)));
         }
     }
-    let checks = checks.into_iter().map(|c| Check { result: CheckResult::Pending, log: None, ..c }).collect();
+    // The author is who creates the task, whatever the input says.
+    let checks = checks.into_iter().map(|c| Check { result: CheckResult::Pending, log: None, author: Some(who.to_string()), approved_by: None, ..c }).collect();
     let row = TaskRow {
         id: new_id(project)?,
         title: title.to_string(),
@@ -177,6 +178,10 @@ pub fn transition(project: &Project, who: &str, id: &str, to: &str) -> Result<Ta
     if !flow.statuses.iter().any(|s| s == to) {
         return Err(refused(&t.id, format!("unknown status '{to}' (statuses: {})", flow.statuses.join(", "))));
     }
+    // Closing follows a human's accept or transition, never an agent's own word.
+    if flow.is_closed(to) && !is_human(who) {
+        return Err(refused(&t.id, format!("{who} cannot move it to {to}: an agent does not close tasks (a human's accept or transition does)")));
+    }
     // Leaving the first status needs every dep closed; cancelling does not.
     let cancelling = flow.is_closed(to) && to != flow.done();
     if t.status == flow.initial() && to != flow.initial() && !cancelling {
@@ -214,6 +219,22 @@ pub fn attest(project: &Project, who: &str, id: &str, index: usize, pass: bool) 
     }
     check.result = if pass { CheckResult::Pass } else { CheckResult::Fail };
     let did = format!("attested check {index} ({}): {}", check.desc, if pass { "pass" } else { "fail" });
+    project.bin()?.task_update(&t, who, &did)?;
+    get(project, &t.id)
+}
+
+/// Approves agent-written check `index` so it counts for the gates; only a human may.
+pub fn approve_check(project: &Project, who: &str, id: &str, index: usize) -> Result<Task> {
+    let mut t = get(project, id)?.row;
+    if !is_human(who) {
+        return Err(refused(id, format!("{who} cannot approve checks: only a human can")));
+    }
+    let check = t.checks.get_mut(index).ok_or_else(|| refused(id, format!("has no check {index}")))?;
+    if check.counts() {
+        return get(project, &t.id);
+    }
+    check.approved_by = Some(who.to_string());
+    let did = format!("approved check {index} ({}) by {}", check.desc, check.author.as_deref().unwrap_or("?"));
     project.bin()?.task_update(&t, who, &did)?;
     get(project, &t.id)
 }

@@ -15,7 +15,7 @@ mod events;
 mod journal;
 pub use journal::JournalSync;
 mod tasks;
-pub use tasks::{Check, CheckResult, Provenance, SessionRow, TaskRow};
+pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow};
 mod workers;
 
 use super::Hash;

@@ -88,6 +88,13 @@ pub struct Check {
     /// The log of the last run, relative to the project root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// Who wrote the check (the task's creator); set by the core, never taken from input.
+    /// Checks from before authors were recorded have none and count as a human's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// The human who approved an agent-written check (`cairn task approve-check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 impl Check {
@@ -95,6 +102,25 @@ impl Check {
     pub fn is_manual(&self) -> bool {
         self.cmd.is_none()
     }
+    /// Does this check count for the gates (close, accept)? Only when a human wrote or
+    /// approved it: an agent's own checks run and report, but cannot open a gate for it.
+    pub fn counts(&self) -> bool {
+        self.author.as_deref().is_none_or(is_human) || self.approved_by.is_some()
+    }
+    /// `human`, `agent:claude-code (approved by human:ann)`, ...: how the check is shown.
+    pub fn authority(&self) -> String {
+        match (&self.author, &self.approved_by) {
+            (None, _) => "human".to_string(),
+            (Some(a), Some(h)) if !is_human(a) => format!("{a}, approved by {h}"),
+            (Some(a), None) if !is_human(a) => format!("{a}, not approved: does not count"),
+            (Some(a), _) => a.clone(),
+        }
+    }
+}
+
+/// Is `actor` a person (`human`, `human:<login>`) rather than an agent?
+pub fn is_human(actor: &str) -> bool {
+    actor == "human" || actor.starts_with("human:")
 }
 
 /// One provenance entry.
