@@ -10,7 +10,7 @@ cd "$here"
 # shellcheck source=scripts/setup.sh
 source "$here/scripts/setup.sh"
 setup_rust
-apt_install git tmux ripgrep
+apt_install git tmux ripgrep strace
 setup_neovims
 setup_mcp_client
 

@@ -31,6 +31,9 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     for (id, state) in orchestrator::recover(project)? {
         report(format!("agent {id} {state} after an interrupted run"));
     }
+    for id in cairn_core::tasks::sessions::recover(project)? {
+        report(format!("agent {id} reviewing: its session's interrupted finish was completed"));
+    }
     let _registered = crate::signals::register(project).map_err(|e| tracing::warn!("{e}")).ok();
     // Without a watcher (the inotify limit is exhausted, typically on a very large tree) the
     // index still converges: the stat scan below runs every second. Said, never silent.

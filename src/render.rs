@@ -157,6 +157,10 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
                 outln!("{} path(s) {what}: {}", paths.len(), esc(&paths.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
             }
         }
+        match report.confined_runs.as_str() {
+            "ok" => outln!("confined runs: ok (checks and run_command run inside namespaces, see :help cairn-runs)"),
+            why => outln!("confined runs: unavailable, runs are refused: {}", esc(why)),
+        }
         outln!("{}", if report.ok { "ok" } else { "problems found (see above)" });
     }
     i32::from(!report.ok)

@@ -41,6 +41,12 @@ function M.check()
     end
   end
   M.sandbox(h, info.sandbox)
+  if info.confined_runs == nil or info.confined_runs == vim.NIL then
+    h.ok('confined runs: checks and run_command run in namespaces with a copy-on-write workspace')
+  else
+    h.error('confined runs unavailable (checks and run_command are refused): ' .. info.confined_runs,
+      { 'see :help cairn-runs' })
+  end
   if info.last_error and info.last_error ~= vim.NIL then
     h.warn('the host survived an error (and went on): ' .. info.last_error, { 'details in $CAIRN_HOME/logs/cairn.log' })
   else

@@ -312,6 +312,7 @@ impl Handler {
             "config_warnings": warnings,
             "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
             "sandbox": health::sandbox_health(&self.project.exe),
+            "confined_runs": cairn_core::runbox::probe(&self.project).err(),
             "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
         })
     }

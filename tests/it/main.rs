@@ -22,6 +22,7 @@ mod runs;
 mod llm;
 mod sandbox;
 mod sessions;
+mod sessions_kill;
 mod signals;
 mod tasks;
 mod watcher;

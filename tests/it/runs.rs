@@ -211,45 +211,51 @@ fn as_ordinary_user(args: &[&std::ffi::OsStr]) -> Command {
 
 /// A minimal MCP client over raw JSON-RPC lines (the SDK's interpreter may not be reachable
 /// by another user): each call returns the tool's text.
-struct RawMcp {
+pub struct RawMcp {
     child: Child,
     out: std::io::BufReader<std::process::ChildStdout>,
     next: u64,
 }
 
 impl RawMcp {
-    fn start(mut c: Command) -> RawMcp {
+    pub fn start(mut c: Command) -> RawMcp {
         let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let out = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut m = RawMcp { child, out, next: 1 };
-        m.request("initialize", serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "ordinary", "version": "1"}}));
+        let _ = m.request("initialize", serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "ordinary", "version": "1"}}));
         m.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         m
     }
     fn send(&mut self, v: Value) {
         use std::io::Write;
         let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
+        let _ = writeln!(stdin, "{v}").and_then(|_| stdin.flush());
     }
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
         use std::io::BufRead;
         let id = self.next;
         self.next += 1;
         self.send(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let mut line = String::new();
-            assert!(self.out.read_line(&mut line).unwrap() > 0, "the server closed its output");
+            if self.out.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == id {
-                return v;
+                return Some(v);
             }
         }
     }
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}));
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args})).unwrap_or_else(|| panic!("the server died in {tool}"));
         let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{tool} failed: {r}"));
         serde_json::from_str(text).unwrap_or(Value::String(text.to_string()))
+    }
+    /// `call`, or `None` when the server died before answering.
+    pub fn try_call(&mut self, tool: &str, args: Value) -> Option<Value> {
+        let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}))?;
+        Some(r["result"]["content"][0]["text"].as_str().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(r))
     }
 }
 

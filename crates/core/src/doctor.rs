@@ -22,6 +22,9 @@ pub struct Report {
     pub unindexed: Vec<String>,
     pub ghosts: Vec<String>,
     pub stale: Vec<String>,
+    /// Confined runs (checks, `run_command`): `ok`, or the layer this machine lacks (then
+    /// runs are refused; see `:help cairn-runs`). Not part of `ok`, which is about state.
+    pub confined_runs: String,
     pub ok: bool,
 }
 
@@ -58,5 +61,9 @@ pub fn run(project: &Project) -> Result<Report> {
     let databases: Vec<DbCheck> = dbs.into_iter().map(|path| DbCheck { result: quick_check(&path), path }).collect();
     let (unindexed, ghosts, stale) = if databases[0].result == "ok" { crate::sync::drift(project)? } else { Default::default() };
     let ok = databases.iter().all(|d| d.result == "ok") && unindexed.is_empty() && ghosts.is_empty() && stale.is_empty();
-    Ok(Report { databases, unindexed, ghosts, stale, ok })
+    let confined_runs = match crate::runbox::probe(project) {
+        Ok(()) => "ok".to_string(),
+        Err(e) => e,
+    };
+    Ok(Report { databases, unindexed, ghosts, stale, confined_runs, ok })
 }

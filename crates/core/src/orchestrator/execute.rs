@@ -115,7 +115,10 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
 /// `submitted`, else one derived from its changes) and the result are stored in the overlay
 /// and on the record. Runs and MCP sessions both end here.
 pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate::store::overlay::Overlay, submitted: bool, result: Value) -> Result<AgentRecord> {
-    bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
+    // A finish interrupted after this step resumes past it.
+    if bin.get(id)?.state != State::Submitting {
+        bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
+    }
     let submission = match (submitted, overlay.kv_get("submission")?) {
         (true, Some(s)) => serde_json::from_str(&s).map_err(Error::from)?,
         _ => {

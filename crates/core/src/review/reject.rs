@@ -61,6 +61,13 @@ pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
     if project.bin()?.get(id)?.accept_pending {
         roll_back(project, id)?;
     }
+    let now = project.bin()?.get(id)?;
+    if now.provider == crate::lifecycle::Provider::Mcp && now.state.is_running() {
+        // An MCP session's proposal can be rejected at any point: its session ends with it
+        // (its next tool call is refused).
+        let extra = TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, "rejected while its session was open")), ..Default::default() };
+        project.bin()?.transition(id, State::Errored, "reject", extra)?;
+    }
     let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
     project.archive_overlay(id)?;
     Ok(rec)

@@ -74,14 +74,48 @@ pub fn begin(project: &Project, actor: &str, task: &str, key: &str) -> Result<Se
 
 /// An open session of `actor`, or an error saying why not.
 pub fn open(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
+    let s = owned(project, actor, id)?;
+    if s.status != "active" {
+        return Err(Error::Usage(format!("session {id} is {}; begin a new one", s.status)));
+    }
+    let state = project.bin()?.get(&s.agent)?.state;
+    if state.is_terminal() || state == State::Errored {
+        return Err(Error::Usage(format!("session {id}'s proposal (agent {}) is {state}; begin a new one", s.agent)));
+    }
+    Ok(s)
+}
+
+/// Session `id` if `actor` owns it, in any status.
+fn owned(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
     let s = project.bin()?.session_get(id)?;
     if s.actor != actor {
         return Err(Error::Usage(format!("session {id} belongs to {}", s.actor)));
     }
-    if s.status != "active" {
-        return Err(Error::Usage(format!("session {id} is {}; begin a new one", s.status)));
-    }
     Ok(s)
+}
+
+/// Holds the session's lock: one tool call (or finish) at a time per session, across threads
+/// and processes, so that a reply of success means the change is in the overlay and no
+/// parallel call overwrote it. Released when dropped.
+pub(super) struct SessionLock(#[allow(dead_code)] std::fs::File);
+
+impl SessionLock {
+    fn take(project: &Project, agent: &str, wait: bool) -> Result<Option<SessionLock>> {
+        let dir = project.agent_dir(agent);
+        project.state_dir(&dir)?;
+        let path = dir.join("session.lock");
+        let f = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        let op = if wait { rustix::fs::FlockOperation::LockExclusive } else { rustix::fs::FlockOperation::NonBlockingLockExclusive };
+        match rustix::fs::flock(&f, op) {
+            Ok(()) => Ok(Some(SessionLock(f))),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
+            Err(e) => Err(Error::io(&path, e.into())),
+        }
+    }
+    /// Waits for the lock.
+    pub(super) fn wait(project: &Project, agent: &str) -> Result<SessionLock> {
+        Self::take(project, agent, true)?.ok_or_else(|| Error::Internal("a blocking lock returned without it".into()))
+    }
 }
 
 /// Records that the session is alive.
@@ -93,21 +127,70 @@ pub fn heartbeat(project: &Project, actor: &str, id: &str) -> Result<Session> {
 }
 
 /// Submits the session's proposal for review with `summary`; the task goes to review.
+/// Idempotent and resumable: a retry after a kill at any point (from any process) completes
+/// what is left, and a retry of a finished session returns it.
 pub fn finish(project: &Project, actor: &str, id: &str, summary: &str) -> Result<Session> {
-    let mut s = open(project, actor, id)?;
-    if summary.trim().is_empty() {
-        return Err(Error::Usage("session_finish needs a summary".into()));
+    let s = owned(project, actor, id)?;
+    let _lock = SessionLock::wait(project, &s.agent)?;
+    let s = owned(project, actor, id)?;
+    if s.status == "active" {
+        if summary.trim().is_empty() {
+            return Err(Error::Usage("session_finish needs a summary".into()));
+        }
+        open(project, actor, id)?;
+        let overlay = project.overlay(&s.agent)?;
+        let changed: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
+        overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": changed }).to_string())?;
+    } else if s.status != "finished" {
+        return Err(Error::Usage(format!("session {id} is {}; begin a new one", s.status)));
     }
-    let overlay = project.overlay(&s.agent)?;
-    let changed: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
-    overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": changed }).to_string())?;
-    crate::orchestrator::submit(&mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
-    s.status = "finished".into();
-    s.summary = Some(summary.to_string());
-    s.heartbeat_ms = crate::time::now_ms();
-    project.bin()?.session_update(&s)?;
-    transition(project, actor, &s.task, Flow::of(project).review())?;
+    complete(project, actor, s)
+}
+
+/// The rest of a finish whose submission is recorded: the agent to `reviewing`, the session
+/// `finished`, the task to the review status. Each step is skipped when already done.
+fn complete(project: &Project, actor: &str, mut s: SessionRow) -> Result<Session> {
+    let state = project.bin()?.get(&s.agent)?.state;
+    if matches!(state, State::Executing | State::Submitting) {
+        let overlay = project.overlay(&s.agent)?;
+        crate::orchestrator::submit(&mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
+    }
+    if s.status != "finished" {
+        let summary = project.overlay(&s.agent)?.kv_get("submission")?.and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok()).and_then(|v| v["summary"].as_str().map(str::to_string));
+        s.status = "finished".into();
+        s.summary = summary;
+        s.heartbeat_ms = crate::time::now_ms();
+        project.bin()?.session_update(&s)?;
+    }
+    let flow = Flow::of(project);
+    let task = project.bin()?.task_get(&s.task)?;
+    if task.status == flow.working() {
+        transition(project, actor, &s.task, flow.review())?;
+    }
     Ok(with_health(s))
+}
+
+/// Completes the finish of every session whose process died in the middle of it (agent left
+/// `submitting`, or `reviewing` with the session or task behind), unless a live process is
+/// finishing it now (it holds the session's lock). `cairn up` and the Neovim host run this
+/// at start, as they recover runs. Returns the agents recovered.
+pub fn recover(project: &Project) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let flow = Flow::of(project);
+    for s in project.bin()?.session_list(None)? {
+        let state = project.bin()?.get(&s.agent)?.state;
+        let task_behind = s.status == "finished" && project.bin()?.task_get(&s.task)?.status == flow.working();
+        let stuck = state == State::Submitting || (state == State::Reviewing && s.status == "active") || task_behind;
+        if !stuck {
+            continue;
+        }
+        let Some(_lock) = SessionLock::take(project, &s.agent, false)? else { continue };
+        let actor = s.actor.clone();
+        let agent = s.agent.clone();
+        complete(project, &actor, s)?;
+        out.push(agent);
+    }
+    Ok(out)
 }
 
 /// Ends the session without a proposal: its agent is rejected, the task released (it stays
@@ -143,6 +226,9 @@ pub fn get_session(project: &Project, id: &str) -> Result<Session> {
 /// Runs `f` with a [`crate::externals::Host`] on the session's overlay: the same host as a
 /// `.pym` run (code, limits, protected paths, audit log, events).
 pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
+    let s = open(project, actor, id)?;
+    let _lock = SessionLock::wait(project, &s.agent)?;
+    // Opened again under the lock: a finish may have ended the session meanwhile.
     let s = open(project, actor, id)?;
     let overlay = project.overlay(&s.agent)?;
     let events = project.bin()?;

@@ -1,0 +1,104 @@
+//! MCP sessions under stress, from outside: parallel tool calls from the official Python SDK
+//! lose no reported edit, and `cairn mcp` killed (SIGKILL injected by strace at each write,
+//! sync, rename and unlink of `session_finish`) leaves a session that a retry from a new
+//! server finishes, every time.
+
+use crate::runs::RawMcp;
+use crate::support::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+#[test]
+fn parallel_edits_from_the_python_sdk_lose_nothing() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/parallel.py");
+    let out = Command::new(py).arg(script).arg(exe()).arg(&f.root).args(["50", "16"]).env("CAIRN_HOME", &f.home).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(r["lost"], json!([]), "reported edits lost: {r}");
+    assert_eq!(r["applied"], 50 * 32, "every call applied: {r}");
+}
+
+/// Syscalls at which a kill is injected: the writes, syncs, renames and unlinks by which
+/// SQLite and Cairn make state durable.
+const POINTS: &str = "pwrite64,pwritev,write,fdatasync,fsync,ftruncate,unlink,unlinkat,rename,renameat,renameat2";
+
+fn mcp(f: &Fixture, strace: Option<(&Path, String)>) -> RawMcp {
+    let mut c = match &strace {
+        Some((log, inject)) => {
+            let mut c = Command::new("strace");
+            c.args(["-f", "-qq", "-o"]).arg(log).arg("-e").arg(format!("trace={POINTS}"));
+            if !inject.is_empty() {
+                c.arg("-e").arg(inject);
+            }
+            c.arg(exe());
+            c
+        }
+        None => Command::new(exe()),
+    };
+    c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(["mcp", "--actor", "agent:k"]).env_remove("CAIRN_HOME").stderr(Stdio::null());
+    RawMcp::start(c)
+}
+
+/// A new task with an open session that changed one file; returns (session, agent, task).
+fn begun(f: &Fixture, n: usize) -> (String, String, String) {
+    let p = f.project();
+    let t = cairn::tasks::create(&p, "agent:k", &format!("task {n}"), "", &[], Vec::new()).unwrap();
+    let s = cairn::tasks::sessions::begin(&p, "agent:k", &t.row.id, &format!("k{n}")).unwrap();
+    cairn::tasks::sessions::tool(&p, "agent:k", &s.row.id, "write_file", &[Value::from(format!("f{n}.txt")), Value::from("new\n")], &Default::default()).unwrap().unwrap();
+    (s.row.id.clone(), s.row.agent.clone(), t.row.id.clone())
+}
+
+/// The thread of `log` (strace -f output) that made the most of the traced calls, and how many.
+fn busiest(log: &str) -> usize {
+    let mut counts = std::collections::HashMap::new();
+    for l in log.lines().filter(|l| !l.contains("resumed>")) {
+        let pid = l.split_whitespace().next().unwrap_or("").to_string();
+        *counts.entry(pid).or_insert(0usize) += 1;
+    }
+    counts.into_values().max().unwrap_or(0)
+}
+
+#[test]
+fn session_finish_killed_at_every_write_is_finished_by_a_retry() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        panic!("strace is missing: run `bash scripts/test.sh` (it installs it)");
+    }
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    // A reference finish, traced: how many of the calls the finishing thread makes.
+    let (sid, _, _) = begun(&f, 0);
+    let log = dir.path().join("ref.log");
+    let mut m = mcp(&f, Some((&log, String::new())));
+    let idle = busiest(&std::fs::read_to_string(&log).unwrap());
+    m.call("session_finish", json!({"session": sid, "summary": "s"}));
+    drop(m);
+    let total = busiest(&std::fs::read_to_string(&log).unwrap());
+    assert!(total > idle, "the finish made no traced call");
+    let mut landed = 0;
+    let mut n = 1;
+    while n <= total + 5 {
+        let (sid, agent, task) = begun(&f, n);
+        let log = dir.path().join(format!("{n}.log"));
+        let mut m = mcp(&f, Some((&log, format!("inject={POINTS}:signal=KILL:when={n}"))));
+        let first = m.try_call("session_finish", json!({"session": sid, "summary": format!("finish {n}")}));
+        drop(m);
+        if first.is_none() {
+            landed += 1;
+        }
+        // A retry from a new server finishes it (or says it is finished), every time.
+        let mut m = mcp(&f, None);
+        let again = m.call("session_finish", json!({"session": sid, "summary": format!("finish {n}")}));
+        assert_eq!(again["status"], "finished", "kill point {n}: {again}");
+        let p = f.project();
+        assert_eq!(p.bin().unwrap().get(&agent).unwrap().state.as_str(), "reviewing", "kill point {n}");
+        assert_eq!(cairn::tasks::get(&p, &task).unwrap().row.status, "review", "kill point {n}");
+        assert!(f.cairn(&["diff", &agent]).ok().stdout.contains(&format!("+++ b/f{n}.txt")), "kill point {n}: the proposal is whole");
+        n += 1;
+    }
+    eprintln!("session_finish: {landed} kills landed of {total} traced calls");
+    assert!(landed >= 50, "only {landed} kills landed inside session_finish (of {total} traced calls)");
+}
