@@ -15,7 +15,7 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the file watcher. `CAIRN_TEST_INOTIFY_EXHAUSTED=1` (test-only) fails it as an
 /// exhausted inotify limit would, to prove the fallback.
-fn start_watcher(project: &Project) -> Result<cairn_core::watcher::Watcher> {
+pub(crate) fn start_watcher(project: &Project) -> Result<cairn_core::watcher::Watcher> {
     if std::env::var_os("CAIRN_TEST_INOTIFY_EXHAUSTED").is_some_and(|v| v == "1") {
         return Err(Error::Watch(cairn_core::watcher::exhausted()));
     }
@@ -60,28 +60,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     };
     let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer);
     std::thread::scope(|s| {
-        s.spawn(|| {
-            // Events keep the index current within milliseconds; a periodic stat-based
-            // reconcile (incremental: unchanged files are not read) makes it right whatever the
-            // events missed or misordered (directory swaps, renames then re-creation, overflow).
-            let mut last_reconcile = std::time::Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                match watcher.as_mut() {
-                    Some(w) => {
-                        if let Err(e) = w.pump(Duration::from_millis(200)) {
-                            tracing::warn!("watcher: {e}");
-                        }
-                    }
-                    None => std::thread::sleep(Duration::from_millis(200)),
-                }
-                if last_reconcile.elapsed() >= RECONCILE_EVERY {
-                    if let Err(e) = cairn_core::sync::init(project) {
-                        tracing::warn!("reconcile: {e}");
-                    }
-                    last_reconcile = std::time::Instant::now();
-                }
-            }
-        });
+        s.spawn(|| keep_index(project, watcher.as_mut(), stop));
         let polling = project.config.orchestrator.signal_polling;
         let mut tick = || {
             if polling {
@@ -103,6 +82,29 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
         stop.store(true, Ordering::Relaxed);
         result
     })
+}
+
+/// Keeps the index current until `stop`: events keep it within milliseconds; a periodic
+/// stat-based reconcile (incremental: unchanged files are not read) makes it right whatever
+/// the events missed or misordered (directory swaps, renames then re-creation, overflow).
+pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core::watcher::Watcher>, stop: &AtomicBool) {
+    let mut last_reconcile = std::time::Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        match watcher.as_mut() {
+            Some(w) => {
+                if let Err(e) = w.pump(Duration::from_millis(200)) {
+                    tracing::warn!("watcher: {e}");
+                }
+            }
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+        if last_reconcile.elapsed() >= RECONCILE_EVERY {
+            if let Err(e) = cairn_core::sync::init(project) {
+                tracing::warn!("reconcile: {e}");
+            }
+            last_reconcile = std::time::Instant::now();
+        }
+    }
 }
 
 /// Held by the one `cairn up` of a project: an `flock` on `.agentfs/up.lock`, which holds its

@@ -30,8 +30,23 @@ type Reply = Result<String, ErrorData>;
 /// Runs the server until stdin closes (or carries something that is not MCP).
 pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Error::io("tokio runtime", e))?;
-    rt.block_on(async move {
-        let server = Server { project: Arc::new(project), actor, tool_router: Server::tool_router() };
+    // Without a `cairn up` keeping the index live, this server keeps it fresh itself: an
+    // agent never reads a file the user deleted or misses one the user created.
+    let project = Arc::new(project);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let indexer = (!cairn_core::index::index_is_live(&project)).then(|| {
+        let watcher = crate::daemon::start_watcher(&project).map_err(|e| tracing::warn!("mcp: {e}; the index is reconciled every second")).ok();
+        if let Err(e) = cairn_core::sync::init(&project) {
+            tracing::warn!("mcp: catch-up of the index: {e}");
+        }
+        let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut watcher = watcher;
+            crate::daemon::keep_index(&project, watcher.as_mut(), &stop);
+        })
+    });
+    let served = rt.block_on(async move {
+        let server = Server { project, actor, tool_router: Server::tool_router() };
         match server.serve(rmcp::transport::stdio()).await {
             Ok(running) => {
                 let _ = running.waiting().await;
@@ -39,7 +54,11 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
             Err(e) => tracing::warn!("mcp: the client did not initialize: {e}"),
         }
     });
-    Ok(())
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(t) = indexer {
+        let _ = t.join();
+    }
+    Ok(served)
 }
 
 fn to_error(e: Error) -> ErrorData {

@@ -304,3 +304,23 @@ fn an_ordinary_user_runs_confined_commands_too() {
     let diff = String::from_utf8_lossy(&diff.stdout);
     assert!(diff.contains("+x = 1") && diff.contains("+new"), "{diff}");
 }
+
+#[test]
+fn an_edit_in_the_preview_workspace_does_not_change_a_check() {
+    let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
+    let s = f.run_ok("write_file('src/app.py', 'x = 2\\n')\nwrite_file('marker.txt', 'm\\n')\n");
+    let task = f.cairn(&["task", "create", "t", "--check", "proposal=grep -q 'x = 2' src/app.py && test -f marker.txt", "--json"]).ok().json();
+    let id = task["id"].as_str().unwrap();
+    cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
+    // The user (or a check of old) edits and deletes in the preview workspace.
+    let preview = cairn::workspace::materialize(&f.project(), &s.id).unwrap().path;
+    std::fs::write(preview.join("src/app.py"), "x = 3\n").unwrap();
+    std::fs::remove_file(preview.join("marker.txt")).unwrap();
+    f.cairn(&["task", "check", id]).ok();
+    assert_eq!(f.cairn(&["task", "show", id, "--json"]).ok().json()["checks"][0]["result"], "pass", "the check ran on the proposal, not on the preview");
+    // The other way: a failing proposal stays failing whatever the preview holds.
+    let task = f.cairn(&["task", "create", "t2", "--check", "never=grep -q 'x = 3' src/app.py", "--json"]).ok().json();
+    let id = task["id"].as_str().unwrap();
+    cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
+    assert_eq!(f.cairn(&["task", "check", id]).code, 1);
+}
