@@ -39,6 +39,7 @@ pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
     });
     done(rows, Row::new("run_cold", "queue → reviewing, in-process, a fresh child instead (no zygote)", v, ""));
     import_all(c, &pool, rows, &mut ids);
+    run_workspace(c, &pool, rows, &mut ids);
     drop(pool);
 
     std::fs::write(c.root.join("trivial.pym"), format!("{TRIVIAL}\n")).expect("write");
@@ -55,6 +56,21 @@ pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
 
     let v: Vec<Duration> = ids.iter().map(|id| time(|| command::execute(&c.p, Command::Reject { id: id.clone() }).expect("reject")).0).collect();
     done(rows, Row::new("reject", "reject", Stat::ms(&v), "< 5 ms"));
+}
+
+/// A confined run (`true`) in a run workspace of a 10-file proposal: staging, namespaces,
+/// overlay, masks, the command, tear-down. Independent of the project's size by design.
+fn run_workspace(c: &Ctx, pool: &Pool, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
+    let id = pooled(c, pool, "for i in range(10):\n    write_file('bench_run/f%d.txt' % i, 'x' * 1000)\n");
+    let changes = cairn::review::diff::changes(&c.p, &id).expect("changes");
+    ids.push(id);
+    let req = cairn::runbox::Request { cmd: "true", cwd: "", timeout: Duration::from_secs(60), capture: false };
+    let v = sample(c.runs * 3, || {
+        let (t, out) = time(|| cairn::runbox::run(&c.p, &changes, &req).expect("confined run"));
+        assert!(out.exit.success(), "{:?}", String::from_utf8_lossy(&out.output));
+        t
+    });
+    done(rows, Row::new("run_workspace", "confined run workspace of a 10-file proposal ready, `true` run in it, torn down", v, "< 50 ms at 10k, < 150 ms at 100k"));
 }
 
 /// Every module a script may import, in one script, timed inside the child.
