@@ -279,11 +279,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             project.ensure_initialized()?;
             return up(&project).map(|_| 0);
         }
-        Cmd::Doctor { json } => {
-            let project = open_project(root, home, false)?;
-            let report = cairn_core::doctor::run(&project)?;
-            return Ok(crate::render::doctor(&report, json));
-        }
+        Cmd::Doctor { json } => return Ok(crate::render::doctor(&cairn_core::doctor::run(&open_project(root, home, false)?)?, json)),
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),

@@ -324,3 +324,39 @@ fn an_edit_in_the_preview_workspace_does_not_change_a_check() {
     cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
     assert_eq!(f.cairn(&["task", "check", id]).code, 1);
 }
+
+/// `cairn <args>` where the kernel refuses user namespaces (a user namespace of its own whose
+/// `max_user_namespaces` is 0), as on machines that disable them.
+fn without_userns(f: &Fixture, args: &[&str]) -> Run {
+    let out = Command::new("unshare")
+        .args(["-Ur", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"", "sh"])
+        .arg(exe())
+        .arg("--project-root")
+        .arg(&f.root)
+        .arg("--cairn-home")
+        .arg(&f.home)
+        .args(args)
+        .env_remove("CAIRN_HOME")
+        .output()
+        .unwrap();
+    Run::from(out)
+}
+
+#[test]
+fn without_user_namespaces_runs_are_refused_unless_the_user_opts_in() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let (sid, agent) = session(&f, "agent:sh");
+    let doctor = without_userns(&f, &["doctor"]);
+    assert!(doctor.stdout.contains("confined runs: unavailable") && doctor.stdout.contains("user namespaces"), "{doctor:?}");
+    let r = without_userns(&f, &["session", "exec", &sid, "--actor", "agent:sh", "--", "echo b > b.txt"]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("could not start") && r.stderr.contains("user namespaces"), "{r:?}");
+    assert!(!f.cairn(&["diff", &agent]).ok().stdout.contains("b.txt"), "nothing ran");
+    f.home_config("[run]\nallow_unconfined = true\n");
+    let r = without_userns(&f, &["session", "exec", &sid, "--actor", "agent:sh", "--json", "--", "echo b > b.txt; rm a.txt"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let ran = r.json();
+    assert!(ran["unconfined"].as_str().unwrap().contains("user namespaces"), "{ran}");
+    assert_eq!((ran["changed"].clone(), ran["deleted"].clone()), (serde_json::json!(["b.txt"]), serde_json::json!(["a.txt"])), "{ran}");
+    assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "the copy, not the tree");
+}

@@ -17,6 +17,7 @@ mod mounts;
 mod spec;
 mod stage;
 mod sys;
+mod unconfined;
 
 pub use capture::Written;
 use crate::error::{Error, Result};
@@ -87,6 +88,8 @@ pub struct Outcome {
     pub written: Vec<Written>,
     /// `"none"` or `"host"`.
     pub network: String,
+    /// Run without the boundary (`[run] allow_unconfined`), and the layer that was missing.
+    pub unconfined: Option<String>,
 }
 
 /// Runs `req` in a run workspace of the project with `changes` (a proposal, rebased) on top.
@@ -101,7 +104,13 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
     if let Some(e) = ended.setup_error {
-        return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor`)")));
+        if !project.config.run.allow_unconfined {
+            return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor` and :help cairn-runs)")));
+        }
+        let keep = project.config.run.max_output_bytes as usize;
+        let (exit, output, output_dropped, written) = unconfined::run(&spec, &dir.path.join("copy"), changes, req.timeout, keep)?;
+        let network = "host (unconfined)".to_string();
+        return Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: Some(e) });
     }
     let exit = match (ended.timed_out, ended.code, ended.signal) {
         (true, _, _) => Exit::TimedOut,
@@ -109,7 +118,7 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
         (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
     };
     let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e))? } else { Vec::new() };
-    Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network: project.config.run.network.clone() })
+    Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network: project.config.run.network.clone(), unconfined: None })
 }
 
 /// Can runs be confined on this machine? `Err` names the missing layer.
@@ -211,7 +220,7 @@ fn start_and_wait(project: &Project, spec_file: &Path, limit: Duration, keep: us
 }
 
 /// Reads `r` to its end, keeping the last `keep` bytes.
-fn tail(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
+pub(super) fn tail(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
     let mut buf = std::collections::VecDeque::with_capacity(keep.min(1 << 20));
     let mut dropped = 0u64;
     let mut chunk = [0u8; 16 * 1024];

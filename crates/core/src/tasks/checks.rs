@@ -83,6 +83,9 @@ fn run_one(project: &Project, changes: &[crate::review::diff::FileChange], req: 
 
 /// The first line of a run's log: how it was confined (the network opt-in is always said).
 pub fn header(outcome: &runbox::Outcome) -> Vec<u8> {
+    if let Some(missing) = &outcome.unconfined {
+        return format!("[cairn] UNCONFINED run ([run] allow_unconfined; missing: {missing}): a throwaway copy and a cleared environment only\n").into_bytes();
+    }
     match outcome.network.as_str() {
         "host" => b"[cairn] confined run, network: HOST (opted in by [run] network = \"host\")\n".to_vec(),
         _ => b"[cairn] confined run, network: none\n".to_vec(),

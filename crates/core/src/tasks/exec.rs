@@ -47,6 +47,9 @@ pub struct Ran {
     pub output_dropped: u64,
     pub duration_ms: u64,
     pub network: String,
+    /// Run without the boundary (`[run] allow_unconfined`), and the layer that was missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconfined: Option<String>,
     /// Paths the command created or changed, now in the proposal.
     pub changed: Vec<String>,
     /// Paths it deleted, now deleted in the proposal.
@@ -89,6 +92,7 @@ pub fn exec(project: &Project, actor: &str, id: &str, args: &ExecArgs) -> Result
         output_dropped: outcome.output_dropped,
         duration_ms: outcome.duration.as_millis() as u64,
         network: outcome.network,
+        unconfined: outcome.unconfined,
         changed,
         deleted,
         skipped,
