@@ -24,5 +24,6 @@ mod sandbox;
 mod sessions;
 mod sessions_kill;
 mod signals;
+mod state;
 mod tasks;
 mod watcher;

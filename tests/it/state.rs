@@ -1,0 +1,80 @@
+//! Cairn on real machines: an idle `cairn up` is idle (as root too, where SQLite `fchown`s its
+//! WAL on every open), and Cairn's state survives git (`status` clean, `stash -u`, `clean -fd`).
+
+use crate::support::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// CPU ticks (user + system) used so far by `pid` and its direct children.
+fn ticks(pid: u32) -> u64 {
+    let of = |p: &str| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+    };
+    let mut total = of(&pid.to_string());
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).unwrap_or("");
+        if ppid == pid.to_string() {
+            total += of(&name);
+        }
+    }
+    total
+}
+
+#[test]
+fn an_idle_cairn_up_uses_no_cpu() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("src/b.py", "b = 1\n")]);
+    let mut up = Up::start(&f);
+    let marker = f.root.join(".agentfs/watcher");
+    wait_until(30, "cairn up to serve", || marker.exists() || !up.alive());
+    assert!(up.alive(), "cairn up exited");
+    // The first agent through proves it serves; then nothing happens for the window.
+    f.cairn(&["queue", "--provider", "inline", "x = 1"]).ok();
+    let p = f.project();
+    wait_until(60, "the queued agent", || p.bin().unwrap().list(true).unwrap().iter().any(|r| r.state.as_str() == "reviewing"));
+    let window = Duration::from_secs(5);
+    let (t0, c0) = (Instant::now(), ticks(up.child.id()));
+    // A measurement window, not synchronisation: the process is left alone for it.
+    std::thread::sleep(window);
+    let used = ticks(up.child.id()) - c0;
+    let hz = 100.0; // USER_HZ on Linux
+    let share = used as f64 / hz / t0.elapsed().as_secs_f64();
+    assert!(share < 0.01, "idle cairn up used {:.1}% of a core ({used} ticks in {:?})", share * 100.0, t0.elapsed());
+}
+
+fn git(f: &Fixture, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(&f.root).args(args).env("GIT_AUTHOR_NAME", "t").env("GIT_AUTHOR_EMAIL", "t@t").env("GIT_COMMITTER_NAME", "t").env("GIT_COMMITTER_EMAIL", "t@t").output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn git_never_sees_stashes_or_cleans_cairns_state() {
+    let f = Fixture::new();
+    f.write("a.txt", "a\n");
+    git(&f, &["init", "-q"]);
+    git(&f, &["add", "-A"]);
+    git(&f, &["commit", "-qm", "base"]);
+    f.init();
+    let s = f.run_ok("write_file('a.txt', 'agent\\n')\n");
+    let task = f.cairn(&["task", "create", "t", "--check", "ok=true", "--json"]).ok().json();
+    cairn::tasks::link_agent(&f.project(), "agent:test", task["id"].as_str().unwrap(), &s.id).unwrap();
+    f.cairn(&["task", "check", task["id"].as_str().unwrap()]).ok();
+    assert!(f.root.join(".grail/runs").is_dir() && f.root.join(".grail/agents").is_dir());
+    assert_eq!(git(&f, &["status", "--porcelain", "--untracked-files=all"]), "", "git sees Cairn's state");
+    git(&f, &["add", "-A"]);
+    assert_eq!(git(&f, &["diff", "--cached", "--name-only"]), "", "`git add -A` takes Cairn's state");
+    // A user's own change, stashed with untracked files and back: Cairn's state stays.
+    f.write("mine.txt", "mine\n");
+    git(&f, &["stash", "-u"]);
+    assert!(f.root.join(".agentfs/bin.db").exists(), "`git stash -u` took .agentfs");
+    git(&f, &["stash", "pop"]);
+    git(&f, &["clean", "-fdq"]);
+    assert!(f.root.join(".agentfs/bin.db").exists() && f.root.join(".grail/agents").is_dir(), "`git clean -fd` removed Cairn's state");
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
+    assert!(f.cairn(&["diff", &s.id]).ok().stdout.contains("+agent"));
+}
