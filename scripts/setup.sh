@@ -38,11 +38,12 @@ setup_neovims() {
     "$base/nvim-0.12/bin/nvim" --version | head -n 1 | grep -q 'v0\.12\.' || { echo "expected Neovim 0.12 in $base/nvim-0.12" >&2; exit 1; }
 }
 
-# The official MCP Python SDK (PyPI `mcp`), the client the MCP tests drive `cairn mcp` with.
+# The official MCP Python SDK (PyPI `mcp`), the client the MCP tests drive `cairn mcp` with,
+# and pytest, which the confined-run tests run as a user's test suite.
 setup_mcp_client() {
     local venv="$here/.venv/mcp"
-    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp, pytest' 2>/dev/null; then
         python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check 'mcp>=1.20'
+        "$venv/bin/pip" install -q --disable-pip-version-check 'mcp>=1.20' pytest
     fi
 }

@@ -360,3 +360,42 @@ fn without_user_namespaces_runs_are_refused_unless_the_user_opts_in() {
     assert_eq!((ran["changed"].clone(), ran["deleted"].clone()), (serde_json::json!(["b.txt"]), serde_json::json!(["a.txt"])), "{ran}");
     assert_eq!(f.read_str("a.txt").unwrap(), "a\n", "the copy, not the tree");
 }
+
+/// The real prefix of the venv's interpreter (a venv links to it; under a masked home it must
+/// be made readable, as a user would with `read_paths`).
+fn python_prefix(python: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(python).unwrap();
+    real.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+#[test]
+fn ordinary_work_passes_confined_pytest_cargo_test_and_make() {
+    let f = Fixture::with_files(&[
+        ("pkg/__init__.py", ""),
+        ("pkg/calc.py", "def add(a, b):\n    return a + b\n"),
+        ("tests/test_calc.py", "from pkg.calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
+        ("crate/Cargo.toml", "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
+        ("crate/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod t {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 2), 4); }\n}\n"),
+        ("Makefile", "test:\n\t@python3 -c 'print(\"make-ok\")'\n"),
+    ]);
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
+    let home = std::env::var("HOME").unwrap();
+    let cargo_home = std::env::var("CARGO_HOME").unwrap_or(format!("{home}/.cargo"));
+    let rustup_home = std::env::var("RUSTUP_HOME").unwrap_or(format!("{home}/.rustup"));
+    let reads = [python_prefix(&venv).display().to_string(), cargo_home, rustup_home];
+    f.home_config(&format!("[run]\nread_paths = {}\nenv = [\"CARGO_HOME\", \"RUSTUP_HOME\"]\n", serde_json::to_string(&reads).unwrap()));
+    // The agent's proposal breaks nothing; human checks run the suites.
+    let s = f.run_ok("write_file('pkg/calc.py', 'def add(a, b):\\n    return b + a\\n')\n");
+    let pytest = format!("suite={} -m pytest -q -p no:cacheprovider tests", venv.display());
+    let t = f.cairn(&["task", "create", "t", "--check", &pytest, "--check", "crate=cd crate && cargo test --offline -q", "--check", "make=make test", "--json"]).ok().json();
+    let id = t["id"].as_str().unwrap();
+    cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
+    let r = f.cairn(&["task", "check", id]);
+    let shown = f.cairn(&["task", "show", id, "--json"]).ok().json();
+    let logs: Vec<String> = shown["checks"].as_array().unwrap().iter().map(|c| f.read_str(c["log"].as_str().unwrap()).unwrap()).collect();
+    assert_eq!(r.code, 0, "{r:?}\n{}", logs.join("\n----\n"));
+    assert!(logs[0].contains("1 passed"), "{}", logs[0]);
+    assert!(logs[1].contains("test result: ok. 1 passed"), "{}", logs[1]);
+    assert!(logs[2].contains("make-ok"), "{}", logs[2]);
+    assert!(!f.root.join("crate/target").exists(), "the build stayed in the run workspace");
+}

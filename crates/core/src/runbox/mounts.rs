@@ -126,7 +126,8 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     mount("overlay", &merged, "overlay", 0, Some(&opts)).map_err(|e| format!("copy-on-write workspace (overlayfs in a user namespace): {e}"))?;
     let upper = std::fs::File::open(rw.join("upper")).map_err(|e| format!("upper layer: {e}"))?;
     let workspace = clone_tree(&merged, false)?;
-    let reads: Vec<(PathBuf, OwnedFd)> = spec.read_paths.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), t))).collect::<Result<_, _>>()?;
+    // Whether each is a directory is known only now: once masked, the path is gone.
+    let reads: Vec<(PathBuf, bool, OwnedFd)> = spec.read_paths.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect::<Result<_, _>>()?;
     let devices: Vec<(&str, OwnedFd)> = DEVICES.iter().filter(|d| Path::new("/dev").join(d).exists()).filter_map(|d| clone_tree(&Path::new("/dev").join(d), false).ok().map(|t| (*d, t))).collect();
     for f in spec.hidden_files.iter().filter(|f| f.is_file()) {
         mount("/dev/null", f, "", libc::MS_BIND, None)?;
@@ -142,8 +143,8 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     for m in spec.workspace_masks.iter().filter(|m| m.is_dir()) {
         tmpfs(m, 1, "0555", libc::MS_RDONLY)?;
     }
-    for (path, tree) in &reads {
-        if path.is_dir() { make_dirs(path)? } else { make_file(path)? }
+    for (path, dir, tree) in &reads {
+        if *dir { make_dirs(path)? } else { make_file(path)? }
         attach(tree, path)?;
     }
     let host = cstr("cairn-run")?;
