@@ -25,25 +25,46 @@ fn ticks(pid: u32) -> u64 {
     total
 }
 
+/// A project of `n` small files, initialized.
+fn many_files(n: usize) -> Fixture {
+    let f = Fixture::new();
+    for i in 0..n {
+        f.write(&format!("d{:02}/f{i}.txt", i % 64), format!("{i}\n"));
+    }
+    f.init();
+    f
+}
+
 #[test]
-fn an_idle_cairn_up_uses_no_cpu() {
-    let f = Fixture::with_files(&[("a.txt", "a\n"), ("src/b.py", "b = 1\n")]);
-    let mut up = Up::start(&f);
-    let marker = f.root.join(".agentfs/watcher");
-    wait_until(30, "cairn up to serve", || marker.exists() || !up.alive());
+fn an_idle_cairn_up_and_host_use_no_cpu() {
+    // Enough files that a stat walk of the tree every second would show.
+    let (fu, fh) = (many_files(20_000), many_files(20_000));
+    let mut up = Up::start(&fu);
+    let mut host = fh.cmd().arg("nvim").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    wait_until(60, "cairn up to serve", || fu.root.join(".agentfs/watcher").exists() || !up.alive());
     assert!(up.alive(), "cairn up exited");
-    // The first agent through proves it serves; then nothing happens for the window.
-    f.cairn(&["queue", "--provider", "inline", "x = 1"]).ok();
-    let p = f.project();
-    wait_until(60, "the queued agent", || p.bin().unwrap().list(true).unwrap().iter().any(|r| r.state.as_str() == "reviewing"));
-    let window = Duration::from_secs(5);
-    let (t0, c0) = (Instant::now(), ticks(up.child.id()));
-    // A measurement window, not synchronisation: the process is left alone for it.
+    wait_until(60, "the host to serve", || fh.root.join(".agentfs/watcher").exists() || !matches!(host.try_wait(), Ok(None)));
+    assert!(matches!(host.try_wait(), Ok(None)), "cairn nvim exited");
+    // The first agent through proves each serves; then nothing happens for the window.
+    for f in [&fu, &fh] {
+        f.cairn(&["queue", "--provider", "inline", "x = 1"]).ok();
+        let p = f.project();
+        wait_until(60, "the queued agent", || p.bin().unwrap().list(true).unwrap().iter().any(|r| r.state.as_str() == "reviewing"));
+    }
+    let pids = [("cairn up", up.child.id()), ("cairn nvim", host.id())];
+    let window = Duration::from_secs(10);
+    let t0 = Instant::now();
+    let before: Vec<u64> = pids.iter().map(|(_, p)| ticks(*p)).collect();
+    // A measurement window, not synchronisation: the processes are left alone for it.
     std::thread::sleep(window);
-    let used = ticks(up.child.id()) - c0;
     let hz = 100.0; // USER_HZ on Linux
-    let share = used as f64 / hz / t0.elapsed().as_secs_f64();
-    assert!(share < 0.01, "idle cairn up used {:.1}% of a core ({used} ticks in {:?})", share * 100.0, t0.elapsed());
+    for ((name, pid), c0) in pids.iter().zip(before) {
+        let used = ticks(*pid) - c0;
+        let share = used as f64 / hz / t0.elapsed().as_secs_f64();
+        assert!(share < 0.01, "idle {name} used {:.1}% of a core ({used} ticks in {:?})", share * 100.0, t0.elapsed());
+    }
+    let _ = host.kill();
+    let _ = host.wait();
 }
 
 fn git(f: &Fixture, args: &[&str]) -> String {

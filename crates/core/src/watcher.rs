@@ -16,6 +16,20 @@ pub struct Watcher {
     rx: Receiver<notify::Result<notify::Event>>,
     rules: IgnoreRules,
     project: Project,
+    /// An event about the tree (or an overflow) arrived since [`Watcher::take_activity`].
+    activity: bool,
+}
+
+/// Can `kind` mean that something in the tree changed? Opens, reads and closes after reading
+/// cannot (the index's own walk makes them: waking on them would walk again, forever); a
+/// close after writing can.
+fn changes_content(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
 }
 
 /// A watch error in words; the exhausted inotify limit names the sysctl to raise.
@@ -42,11 +56,17 @@ impl Watcher {
         })
         .map_err(|e| Error::Watch(e.to_string()))?;
         inner.watch(&project.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(describe(&e)))?;
-        Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone() })
+        Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone(), activity: false })
     }
 
     /// Waits up to `timeout` for events, then syncs every path they name (and any that
     /// arrive meanwhile). Returns the number of `stable.db` changes; `Ok(0)` on timeout.
+    /// Did anything happen in the tree since the last call? (For a reconcile soon after
+    /// activity, and rarely when idle.)
+    pub fn take_activity(&mut self) -> bool {
+        std::mem::take(&mut self.activity)
+    }
+
     pub fn pump(&mut self, timeout: Duration) -> Result<usize> {
         let first = match self.rx.recv_timeout(timeout) {
             Ok(ev) => ev,
@@ -54,8 +74,14 @@ impl Watcher {
             Err(RecvTimeoutError::Disconnected) => return Err(Error::Watch("watcher stopped".into())),
         };
         let mut rels = BTreeSet::new();
+        let activity = &mut self.activity;
         let mut add = |ev: notify::Result<notify::Event>| {
             if let Ok(ev) = ev {
+                // An overflow names no path: the tree must be walked again.
+                *activity |= ev.need_rescan();
+                if !changes_content(&ev.kind) {
+                    return;
+                }
                 for p in ev.paths {
                     if let Ok(rel) = p.strip_prefix(&self.project.root) {
                         if let Some(rel) = rel.to_str() {
@@ -71,6 +97,7 @@ impl Watcher {
         while let Ok(ev) = self.rx.try_recv() {
             add(ev);
         }
+        self.activity |= !rels.is_empty();
         if rels.is_empty() {
             return Ok(0);
         }
