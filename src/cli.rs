@@ -134,6 +134,22 @@ pub enum Cmd {
         #[arg(long)]
         actor: Option<String>,
     },
+    /// Run an agent CLI (or any command) in a confined copy-on-write view of the project; what
+    /// it writes becomes a proposal, reviewed like any agent's.
+    Wrap {
+        /// The task's description (default: the command).
+        #[arg(long)]
+        task: Option<String>,
+        /// Continue this wrap session's proposal (any unique prefix of its id).
+        #[arg(long)]
+        agent: Option<String>,
+        /// `host` (default: the agent reaches its model) or `none`.
+        #[arg(long, default_value = "host")]
+        network: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
     /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
     Session {
         #[command(subcommand)]
@@ -283,6 +299,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
+        Cmd::Wrap { task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, &network, cmd),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

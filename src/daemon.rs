@@ -34,6 +34,9 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     for (id, state) in orchestrator::recover(project)? {
         report(format!("agent {id} {state} after an interrupted run"));
     }
+    for id in cairn_core::wrap::recover(project)? {
+        report(format!("agent {id} reviewing: its `cairn wrap` ended first; what it wrote is kept"));
+    }
     for id in cairn_core::tasks::sessions::recover(project)? {
         report(format!("agent {id} reviewing: its session's interrupted finish was completed"));
     }

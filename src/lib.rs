@@ -8,7 +8,8 @@
 //!   the watcher, signal files and the worker pool;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
 //! - [`stream`]: `cairn events`, the event stream on stdout;
-//! - [`task_cli`]: `cairn task`, the task graph;
+//! - [`task_cli`]: `cairn task`, the task graph, and `cairn session exec`;
+//! - [`wrap`]: `cairn wrap`, an agent CLI confined, its writes a proposal;
 //! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
 //! - [`mcp`]: `cairn mcp`, the MCP server (rmcp) for coding agents;
 //! - [`tmux`]: the preview split;
@@ -29,5 +30,6 @@ mod open;
 mod render;
 pub mod signals;
 pub mod tmux;
+pub mod wrap;
 
 pub use cairn_core::*;

@@ -27,3 +27,4 @@ mod signals;
 mod state;
 mod tasks;
 mod watcher;
+mod wrap;

@@ -193,19 +193,23 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Agent(status_of(project, &rec, true)?))
         }
         Command::ListAgents { all } => {
-            // Any cairn process notices a dead worker: its agent is re-queued (or errored).
+            // Any cairn process notices a dead worker: its agent is re-queued (or errored),
+            // and a wrap session whose `cairn wrap` died keeps what it wrote, for review.
             crate::orchestrator::recover(project)?;
+            crate::wrap::recover(project)?;
             let recs = project.bin()?.list(all)?;
             let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
             Ok(Output::Agents { agents })
         }
         Command::Status { id } => {
             let id = resolve(project, &id)?;
+            crate::wrap::recover(project)?;
             let rec = project.bin()?.get(&id)?;
             Ok(Output::Status(status_of(project, &rec, true)?))
         }
         Command::Diff { id, stat } => {
             let id = resolve(project, &id)?;
+            crate::wrap::recover(project)?;
             let files = review::changes(project, &id)?;
             let text = if stat { review::stat(&files) } else { review::unified(&files) };
             Ok(Output::Diff(DiffReport { id, files, text }))
@@ -214,6 +218,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             // One connection to bin.db for the whole accept.
             let mut bin = project.bin()?;
             let id = bin.resolve(&id)?;
+            crate::wrap::recover(project)?;
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
             let accepted = review::accept(project, &mut bin, &id, force)?;
@@ -224,6 +229,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // An agent whose worker died is re-queued first, which a reject can then cancel.
             crate::orchestrator::recover(project)?;
+            crate::wrap::recover(project)?;
             let rec = review::reject(project, &id)?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }

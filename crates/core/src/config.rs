@@ -72,6 +72,8 @@ keys! {
     "run" "max_processes" Kind::Int { min: 1 }, "512", "Processes a confined command may run at once.";
     "run" "max_output_bytes" Kind::Int { min: 1024 }, "65536", "Bytes of a confined command's output kept (its tail) for the log and the reply.";
     "run" "allow_unconfined" Kind::Bool, "false", "Where the kernel lacks a layer of the boundary (user namespaces, overlayfs in them), run commands anyway in a throwaway copy with a cleared environment, and say so in their log; off, such runs are refused.";
+    "wrap" "hide" Kind::StrList, "[\"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \"~/.config/gcloud\", \"~/.netrc\", \"~/.docker/config.json\", \"~/.password-store\", \"~/.kube\"]", "Host paths hidden from a wrapped agent (credentials); ~ is your home directory.";
+    "wrap" "writable" Kind::StrList, "[\"~/.claude\", \"~/.claude.json\", \"~/.codex\", \"~/.gemini\", \"~/.config/opencode\", \"~/.local/share/opencode\", \"~/.aider*\", \"~/.npm\", \"~/.cache\"]", "Host paths a wrapped agent may write in place (its own config and session state); a trailing * matches names in that directory.";
     "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
     "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
     "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
@@ -164,6 +166,13 @@ pub struct Run {
     pub allow_unconfined: bool,
 }
 
+/// `[wrap]`: `cairn wrap` sessions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Wrap {
+    pub hide: Vec<String>,
+    pub writable: Vec<String>,
+}
+
 /// `[ui]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ui {
@@ -183,6 +192,7 @@ pub struct Config {
     pub jj: Jj,
     pub tasks: Tasks,
     pub run: Run,
+    pub wrap: Wrap,
     pub ui: Ui,
 }
 

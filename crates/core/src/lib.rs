@@ -35,6 +35,7 @@ pub mod externals;
 pub mod hashline;
 pub mod sandbox;
 pub mod runbox;
+pub mod wrap;
 pub mod providers;
 pub mod llm;
 pub mod orchestrator;

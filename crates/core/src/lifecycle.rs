@@ -68,6 +68,8 @@ impl State {
                 | (Executing, Submitting)
                 | (Submitting, Reviewing)
                 | (Reviewing, Accepted)
+                // `cairn wrap --agent`: the same proposal, worked on again.
+                | (Reviewing, Executing)
                 | (Reviewing, Rejected)
                 | (Queued, Rejected)
                 | (Errored, Rejected)
@@ -181,6 +183,9 @@ closed_set! {
         /// An MCP session's agent (`cairn mcp`): its changes come from the session's tool
         /// calls, not from a script; it is never queued.
         Mcp = "mcp",
+        /// A wrap session's agent (`cairn wrap`): its changes are what an agent CLI wrote in
+        /// its confined copy-on-write view; it is never queued.
+        Wrap = "wrap",
     }
 }
 
@@ -198,6 +203,7 @@ mod tests {
             (Submitting, Reviewing),
             (Reviewing, Accepted),
             (Reviewing, Rejected),
+            (Reviewing, Executing),
             (Queued, Rejected),
             (Errored, Rejected),
             (Queued, Errored),

@@ -12,6 +12,7 @@ pub use crate::lifecycle::Provider;
 pub fn parse(name: &str) -> Result<Provider> {
     match name.parse().map_err(Error::Usage)? {
         Provider::Mcp => Err(Error::Usage("provider mcp belongs to `cairn mcp` sessions; it cannot be queued".into())),
+        Provider::Wrap => Err(Error::Usage("provider wrap belongs to `cairn wrap` sessions; it cannot be queued".into())),
         p => Ok(p),
     }
 }
@@ -51,5 +52,6 @@ pub fn get_code(project: &Project, provider: Provider, reference: &str) -> Resul
         Provider::Inline => Ok(reference.to_string()),
         Provider::Llm => crate::llm::generate_code(project, reference),
         Provider::Mcp => Err(fail("an MCP session's agent has no script: its changes come from the session's tool calls".into())),
+        Provider::Wrap => Err(fail("a wrap session's agent has no script: its changes are what the wrapped command wrote".into())),
     }
 }

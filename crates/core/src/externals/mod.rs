@@ -12,6 +12,9 @@
 mod args;
 mod files;
 mod search;
+mod written;
+
+pub use written::{Applied, Skipped, Staged};
 
 use crate::config::Sandbox as Limits;
 use crate::error::Error;

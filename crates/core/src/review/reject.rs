@@ -62,7 +62,7 @@ pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
         roll_back(project, id)?;
     }
     let now = project.bin()?.get(id)?;
-    if now.provider == crate::lifecycle::Provider::Mcp && now.state.is_running() {
+    if matches!(now.provider, crate::lifecycle::Provider::Mcp | crate::lifecycle::Provider::Wrap) && now.state.is_running() {
         // An MCP session's proposal can be rejected at any point: its session ends with it
         // (its next tool call is refused).
         let extra = TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, "rejected while its session was open")), ..Default::default() };

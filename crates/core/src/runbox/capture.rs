@@ -25,8 +25,36 @@ pub enum Written {
 pub(super) fn write(upper: &OwnedFd, out: std::fs::File) -> Result<(), String> {
     let root = format!("/proc/self/fd/{}", upper.as_raw_fd());
     let mut w = BufWriter::new(out);
-    walk(Path::new(&root), "", &mut w).map_err(|e| format!("capture: {e}"))?;
+    walk(Path::new(&root), "", &mut |path, kind, full, meta| {
+        record(&mut w, kind.tag(), path)?;
+        if let Kind::File = kind {
+            w.write_all(&(meta.mode() & 0o777).to_le_bytes())?;
+            w.write_all(&meta.len().to_le_bytes())?;
+            let copied = std::io::copy(&mut std::fs::File::open(full)?.take(meta.len()), &mut w)?;
+            if copied != meta.len() {
+                return Err(std::io::Error::other(format!("{path} changed while captured")));
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| format!("capture: {e}"))?;
     w.flush().map_err(|e| format!("capture: {e}"))
+}
+
+/// Reads a written layer on disk (a wrap session's, from outside its namespace).
+pub fn scan(upper: &Path) -> std::io::Result<Vec<Written>> {
+    let mut out = Vec::new();
+    walk(upper, "", &mut |path, kind, full, meta| {
+        let path = path.to_string();
+        out.push(match kind {
+            Kind::File => Written::File { path, mode: meta.mode() & 0o777, content: std::fs::read(full)? },
+            Kind::Whiteout => Written::Deleted { path },
+            Kind::Opaque => Written::Replaced { path },
+            Kind::Symlink => Written::Symlink { path },
+        });
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 fn record(w: &mut impl Write, tag: u8, path: &str) -> std::io::Result<()> {
@@ -35,7 +63,30 @@ fn record(w: &mut impl Write, tag: u8, path: &str) -> std::io::Result<()> {
     w.write_all(path.as_bytes())
 }
 
-fn walk(dir: &Path, rel: &str, w: &mut impl Write) -> std::io::Result<()> {
+/// What an entry of the layer is.
+#[derive(Clone, Copy)]
+enum Kind {
+    File,
+    Whiteout,
+    Opaque,
+    Symlink,
+}
+
+impl Kind {
+    fn tag(self) -> u8 {
+        match self {
+            Kind::File => b'F',
+            Kind::Whiteout => b'D',
+            Kind::Opaque => b'O',
+            Kind::Symlink => b'S',
+        }
+    }
+}
+
+type Visit<'a> = dyn FnMut(&str, Kind, &Path, &std::fs::Metadata) -> std::io::Result<()> + 'a;
+
+/// Calls `visit` for each entry of the layer under `dir`, in path order.
+fn walk(dir: &Path, rel: &str, visit: &mut Visit) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -47,22 +98,16 @@ fn walk(dir: &Path, rel: &str, w: &mut impl Write) -> std::io::Result<()> {
         let meta = std::fs::symlink_metadata(e.path())?;
         let ft = meta.file_type();
         if ft.is_char_device() && meta.rdev() == 0 {
-            record(w, b'D', &path)?;
+            visit(&path, Kind::Whiteout, &e.path(), &meta)?;
         } else if ft.is_dir() {
             if opaque(&e.path()) {
-                record(w, b'O', &path)?;
+                visit(&path, Kind::Opaque, &e.path(), &meta)?;
             }
-            walk(&e.path(), &path, w)?;
+            walk(&e.path(), &path, visit)?;
         } else if ft.is_file() {
-            record(w, b'F', &path)?;
-            w.write_all(&(meta.mode() & 0o777).to_le_bytes())?;
-            w.write_all(&meta.len().to_le_bytes())?;
-            let copied = std::io::copy(&mut std::fs::File::open(e.path())?.take(meta.len()), w)?;
-            if copied != meta.len() {
-                return Err(std::io::Error::other(format!("{path} changed while captured")));
-            }
+            visit(&path, Kind::File, &e.path(), &meta)?;
         } else if ft.is_symlink() {
-            record(w, b'S', &path)?;
+            visit(&path, Kind::Symlink, &e.path(), &meta)?;
         }
     }
     Ok(())

@@ -13,8 +13,10 @@ const REAP_EVERY: Duration = Duration::from_millis(200);
 /// and a line on its stderr (the run's output).
 #[allow(unsafe_code)]
 pub(super) fn start(spec: &Spec) -> Result<libc::pid_t, String> {
-    let sh = cstr("/bin/sh")?;
-    let argv_s = [cstr("sh")?, cstr("-c")?, cstr(&spec.cmd)?];
+    let (sh, argv_s) = match &spec.wrap {
+        Some(w) => (cstr(find_program(w.argv.first().map_or("", String::as_str), spec))?, w.argv.iter().map(cstr).collect::<Result<Vec<_>, _>>()?),
+        None => (cstr("/bin/sh")?, vec![cstr("sh")?, cstr("-c")?, cstr(&spec.cmd)?]),
+    };
     let envp_s: Vec<_> = spec.env.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?;
     let mut argv: Vec<*const libc::c_char> = argv_s.iter().map(|c| c.as_ptr()).collect();
     argv.push(std::ptr::null());
@@ -33,7 +35,7 @@ pub(super) fn start(spec: &Spec) -> Result<libc::pid_t, String> {
         // SAFETY: execve with NUL-terminated arrays that live until the call.
         Ok(()) => unsafe {
             libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
-            os_err("exec /bin/sh")
+            os_err(&format!("exec {}", sh.to_string_lossy()))
         },
         Err(e) => e,
     };
@@ -60,11 +62,20 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
     // SAFETY: unshare on this (single-threaded) process.
     check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } as _, "nested namespaces")?;
     map_ids(uid, gid)?;
-    let mb = 1024 * 1024;
-    rlimit(Resource::Data, spec.max_memory_mb * mb);
-    rlimit(Resource::Fsize, spec.max_memory_mb * mb);
-    rlimit(Resource::Nproc, spec.max_processes);
-    rlimit(Resource::Core, 0);
+    // A wrap session is the user's own agent: no limits but the boundary.
+    if spec.wrap.is_none() {
+        let mb = 1024 * 1024;
+        rlimit(Resource::Data, spec.max_memory_mb * mb);
+        rlimit(Resource::Fsize, spec.max_memory_mb * mb);
+        rlimit(Resource::Nproc, spec.max_processes);
+        rlimit(Resource::Core, 0);
+    }
+    // The helpers ignore the terminal's signals (they belong to the command): back to the
+    // defaults, which exec would otherwise keep.
+    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {
+        // SAFETY: resetting a disposition in this single-threaded child.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
     let cwd = cstr(&spec.cwd)?;
     drop_capabilities()?;
     // SAFETY: chdir, prctl and close_range on this process.
@@ -72,6 +83,10 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
         check(libc::chdir(cwd.as_ptr()) as _, &format!("cd {}", spec.cwd.display()))?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as _, "no new privileges")?;
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
+    if spec.wrap.is_some() {
+        // The agent keeps the user's terminal.
+        return Ok(());
     }
     // stdin: nothing to read.
     let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
@@ -114,10 +129,23 @@ fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
-/// Waits for the command, reaping orphans meanwhile; kills everything at the timeout.
+/// `name` when it holds a `/`, else the first executable `name` on the command's `PATH`.
+fn find_program(name: &str, spec: &Spec) -> String {
+    if name.contains('/') {
+        return name.to_string();
+    }
+    let path = spec.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0))
+        .map_or(name.to_string(), |p| p.to_string_lossy().into_owned())
+}
+
+/// Waits for the command, reaping orphans meanwhile; kills everything at the timeout (none
+/// when `timeout_ms` is 0).
 #[allow(unsafe_code)]
 pub(super) fn wait(pid: libc::pid_t, timeout_ms: u64) -> Ended {
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let deadline = Instant::now() + Duration::from_millis(if timeout_ms == 0 { u64::MAX / 4 } else { timeout_ms });
     // SAFETY: pidfd_open of our own child; -1 falls back to plain sleeps.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     // SAFETY: we own the new descriptor.

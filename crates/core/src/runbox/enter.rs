@@ -48,6 +48,7 @@ pub(super) fn write_result(path: &std::path::Path, ended: &Ended) {
 #[allow(unsafe_code)]
 fn outer(spec: &Spec) -> Result<i32, String> {
     die_with_parent()?;
+    ignore_terminal_signals();
     if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(spec.parent_pid) {
         return Err("cairn exited before the run started".into());
     }
@@ -98,6 +99,16 @@ fn mirror(pid: libc::pid_t) -> i32 {
         }
     }
     if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) }
+}
+
+/// Ctrl-C, Ctrl-\ and Ctrl-Z at the terminal are for the command (a wrapped agent), not for
+/// the helpers between it and `cairn` (the command restores the defaults).
+#[allow(unsafe_code)]
+fn ignore_terminal_signals() {
+    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {
+        // SAFETY: setting a disposition in this single-threaded process.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
 }
 
 /// SIGKILL when the thread that started us ends.

@@ -18,8 +18,9 @@ mod spec;
 mod stage;
 mod sys;
 mod unconfined;
+pub mod wrap;
 
-pub use capture::Written;
+pub use capture::{scan, Written};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
@@ -36,7 +37,7 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// Host directories replaced by an empty private tmpfs (besides home and `$CAIRN_HOME`).
 const MASKED: [&str; 7] = ["/tmp", "/var/tmp", "/run", "/home", "/root", "/etc/ssh", "/mnt"];
 /// Host files replaced by `/dev/null`.
-const HIDDEN: [&str; 3] = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+pub(super) const HIDDEN: [&str; 3] = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 /// Slack the parent gives pid 1 past the timeout before killing the run from outside.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -175,6 +176,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         max_memory_mb: run.max_memory_mb,
         max_processes: run.max_processes,
         capture: req.capture,
+        wrap: None,
     })
 }
 

@@ -118,7 +118,9 @@ fn layer(path: &Path) -> String {
 pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     mount("none", Path::new("/"), "", libc::MS_REC | libc::MS_PRIVATE, None)?;
     let (rw, merged) = (spec.rw(), spec.merged());
-    tmpfs(&rw, spec.max_memory_mb, "0755", 0)?;
+    if spec.wrap.is_none() {
+        tmpfs(&rw, spec.max_memory_mb, "0755", 0)?;
+    }
     for d in ["upper", "work"] {
         make_dirs(&rw.join(d))?;
     }
@@ -128,6 +130,15 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     let workspace = clone_tree(&merged, false)?;
     // Whether each is a directory is known only now: once masked, the path is gone.
     let reads: Vec<(PathBuf, bool, OwnedFd)> = spec.read_paths.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect::<Result<_, _>>()?;
+    let writable: Vec<(PathBuf, bool, OwnedFd)> = match &spec.wrap {
+        Some(w) => w.writable.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    // A wrap session keeps the user's terminal: the host's pseudo-terminals stay visible.
+    let host_pts = match spec.wrap {
+        Some(_) => clone_tree(Path::new("/dev/pts"), true).ok(),
+        None => None,
+    };
     let devices: Vec<(&str, OwnedFd)> = DEVICES.iter().filter(|d| Path::new("/dev").join(d).exists()).filter_map(|d| clone_tree(&Path::new("/dev").join(d), false).ok().map(|t| (*d, t))).collect();
     for f in spec.hidden_files.iter().filter(|f| f.is_file()) {
         mount("/dev/null", f, "", libc::MS_BIND, None)?;
@@ -136,16 +147,20 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     for m in spec.masks.iter().filter(|m| m.is_dir()) {
         tmpfs(m, spec.max_memory_mb, "0755", 0)?;
     }
-    build_dev(&devices)?;
+    build_dev(&devices, host_pts.as_ref())?;
     mount("proc", Path::new("/proc"), "proc", libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(|e| format!("a private /proc: {e}"))?;
     make_dirs(&spec.root)?;
     attach(&workspace, &spec.root)?;
     for m in spec.workspace_masks.iter().filter(|m| m.is_dir()) {
         tmpfs(m, 1, "0555", libc::MS_RDONLY)?;
     }
-    for (path, dir, tree) in &reads {
+    for (path, dir, tree) in reads.iter().chain(&writable) {
         if *dir { make_dirs(path)? } else { make_file(path)? }
         attach(tree, path)?;
+    }
+    for path in spec.wrap.iter().flat_map(|w| &w.read_only).filter(|p| p.exists()) {
+        mount(&path.to_string_lossy(), path, "", libc::MS_BIND | libc::MS_REC, None)?;
+        mount("none", path, "", libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV, None)?;
     }
     let host = cstr("cairn-run")?;
     // SAFETY: sethostname in the run's own uts namespace.
@@ -158,7 +173,7 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
 
 /// A minimal `/dev`: the host's harmless devices, `/dev/shm`, `/dev/pts` where allowed, and
 /// the usual links.
-fn build_dev(devices: &[(&str, OwnedFd)]) -> Result<(), String> {
+fn build_dev(devices: &[(&str, OwnedFd)], host_pts: Option<&OwnedFd>) -> Result<(), String> {
     let dev = Path::new("/dev");
     tmpfs(dev, 64, "0755", libc::MS_NOEXEC)?;
     for (name, tree) in devices {
@@ -170,8 +185,13 @@ fn build_dev(devices: &[(&str, OwnedFd)]) -> Result<(), String> {
     }
     make_dirs(&dev.join("shm"))?;
     make_dirs(&dev.join("pts"))?;
-    // A terminal is a convenience (some test runners want one); its absence is not an error.
-    let _ = mount("devpts", &dev.join("pts"), "devpts", libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620"));
+    match host_pts {
+        Some(pts) => attach(pts, &dev.join("pts"))?,
+        // A terminal is a convenience (some test runners want one); its absence is no error.
+        None => {
+            let _ = mount("devpts", &dev.join("pts"), "devpts", libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620"));
+        }
+    }
     Ok(())
 }
 

@@ -38,6 +38,22 @@ pub struct Spec {
     pub max_processes: u64,
     /// Stream the written layer back (`capture` file) after the command ends.
     pub capture: bool,
+    /// `cairn wrap`: the rest of this section.
+    #[serde(default)]
+    pub wrap: Option<Wrap>,
+}
+
+/// What a wrap session (`cairn wrap`) changes in the boundary: an agent CLI that needs its
+/// terminal, its model (the network), its own config and session state, and whose writes
+/// must outlive a crash of `cairn wrap`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Wrap {
+    /// Run this argv (looked up on `PATH`) instead of `sh -c <cmd>`.
+    pub argv: Vec<String>,
+    /// Host paths kept writable in place (the agent's config and session state).
+    pub writable: Vec<PathBuf>,
+    /// Paths inside the workspace that are read-only (`.git`, `.jj`, `.cairn.toml`).
+    pub read_only: Vec<PathBuf>,
 }
 
 impl Spec {
@@ -45,7 +61,8 @@ impl Spec {
     pub fn stage(&self) -> PathBuf {
         self.dir.join("stage")
     }
-    /// Where the private tmpfs for the written layer is mounted.
+    /// Where the written layer lives: a private tmpfs mounted here for a run; the directory
+    /// itself, on disk, for a wrap session (its writes outlive a crash of `cairn wrap`).
     pub fn rw(&self) -> PathBuf {
         self.dir.join("rw")
     }

@@ -7,12 +7,11 @@
 use super::sessions;
 use crate::error::Result;
 use crate::events::EventKind;
-use crate::externals::{CallError, Host};
+use crate::externals::{Applied, Skipped, Staged};
 use crate::lifecycle::State;
 use crate::project::Project;
-use crate::runbox::{self, Exit, Written};
+use crate::runbox::{self, Exit};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// One command for a session.
@@ -24,13 +23,6 @@ pub struct ExecArgs {
     /// Seconds; `[run] timeout_seconds` when `None` (never more).
     pub timeout_seconds: Option<u64>,
     pub capture: bool,
-}
-
-/// A path the command wrote that did not become part of the proposal, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct Skipped {
-    pub path: String,
-    pub why: String,
 }
 
 /// What the agent gets back.
@@ -68,14 +60,12 @@ pub fn exec(project: &Project, actor: &str, id: &str, args: &ExecArgs) -> Result
     let timeout = Duration::from_secs(args.timeout_seconds.unwrap_or(limit).clamp(1, limit));
     let req = runbox::Request { cmd: &args.cmd, cwd: &args.cwd, timeout, capture: args.capture };
     let outcome = runbox::run(project, &changes, &req)?;
-    let staged: HashMap<&str, Option<(&[u8], u32)>> = changes.iter().map(|c| (c.path.as_str(), c.new.as_deref().map(|b| (b, c.new_mode.unwrap_or(0o644) & 0o777)))).collect();
-    let (mut changed, mut deleted, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    let staged = staged(&changes);
+    let mut applied = Applied::default();
     if args.capture && !outcome.written.is_empty() {
-        sessions::with_host(project, actor, id, |host| {
-            let mut apply = Apply { project, staged: &staged, ignore: crate::paths::IgnoreRules::new(&project.root), changed: &mut changed, deleted: &mut deleted, skipped: &mut skipped };
-            apply.all(host, &outcome.written)
-        })?;
+        sessions::with_host(project, actor, id, |host| host.apply_written(&outcome.written, &staged, &mut crate::paths::IgnoreRules::new(&project.root), &mut applied))?;
     }
+    let Applied { changed, deleted, skipped } = applied;
     let (exit_code, signal) = match outcome.exit {
         Exit::Code(c) => (Some(c), None),
         Exit::Signal(s) => (None, Some(s)),
@@ -99,78 +89,7 @@ pub fn exec(project: &Project, actor: &str, id: &str, args: &ExecArgs) -> Result
     })
 }
 
-/// Puts what a command wrote into the session's overlay.
-struct Apply<'a> {
-    project: &'a Project,
-    /// The proposal the run started from: path → new content and mode (`None`: deleted).
-    staged: &'a HashMap<&'a str, Option<(&'a [u8], u32)>>,
-    ignore: crate::paths::IgnoreRules,
-    changed: &'a mut Vec<String>,
-    deleted: &'a mut Vec<String>,
-    skipped: &'a mut Vec<Skipped>,
-}
-
-impl Apply<'_> {
-    fn all(&mut self, host: &mut Host, written: &[Written]) -> Result<()> {
-        let files: BTreeSet<&str> = written.iter().filter_map(|w| if let Written::File { path, .. } = w { Some(path.as_str()) } else { None }).collect();
-        for w in written {
-            match w {
-                Written::File { path, mode, content } => {
-                    if self.keep_out(path) || self.before(path)?.is_some_and(|(b, m)| b == *content && m == mode & 0o777) {
-                        continue;
-                    }
-                    let done = host.write_bytes(path, content, Some(*mode));
-                    self.record(path, done, true);
-                }
-                Written::Deleted { path } => self.delete_under(host, path, &BTreeSet::new())?,
-                Written::Replaced { path } => self.delete_under(host, path, &files)?,
-                Written::Symlink { path } => self.skipped.push(Skipped { path: path.clone(), why: "a symlink (proposals hold regular files)".into() }),
-            }
-        }
-        Ok(())
-    }
-
-    /// Ignored or protected: never part of a proposal (not reported for ignored paths: a test
-    /// run writes many caches).
-    fn keep_out(&mut self, path: &str) -> bool {
-        if self.ignore.is_ignored(path, false) {
-            return true;
-        }
-        if let Some(rule) = crate::paths::protected(path) {
-            self.skipped.push(Skipped { path: path.to_string(), why: rule.to_string() });
-            return true;
-        }
-        false
-    }
-
-    /// What the run started with at `path`: the proposal's version, else the project's.
-    fn before(&self, path: &str) -> Result<Option<(Vec<u8>, u32)>> {
-        match self.staged.get(path) {
-            Some(Some((b, m))) => Ok(Some((b.to_vec(), *m))),
-            Some(None) => Ok(None),
-            None => Ok(crate::store::fsx::read(&self.project.root, path)?.map(|(b, m)| (b, m & 0o777))),
-        }
-    }
-
-    /// Deletes `path` (a file) or every file below it (a directory), except `keep`.
-    fn delete_under(&mut self, host: &mut Host, path: &str, keep: &BTreeSet<&str>) -> Result<()> {
-        let prefix = format!("{path}/");
-        let targets: Vec<String> = host.view.files()?.into_iter().filter(|f| (f == path || f.starts_with(&prefix)) && !keep.contains(f.as_str())).collect();
-        for t in targets {
-            if self.keep_out(&t) {
-                continue;
-            }
-            let done = host.delete_file(&t);
-            self.record(&t, done, false);
-        }
-        Ok(())
-    }
-
-    fn record(&mut self, path: &str, done: std::result::Result<serde_json::Value, CallError>, write: bool) {
-        match done {
-            Ok(_) if write => self.changed.push(path.to_string()),
-            Ok(_) => self.deleted.push(path.to_string()),
-            Err(CallError::Raise { message, .. } | CallError::Fatal { message, .. }) => self.skipped.push(Skipped { path: path.to_string(), why: message }),
-        }
-    }
+/// The proposal a run starts from, by path (see [`Staged`]).
+pub(crate) fn staged(changes: &[crate::review::diff::FileChange]) -> Staged<'_> {
+    changes.iter().map(|c| (c.path.as_str(), c.new.as_deref().map(|b| (b, c.new_mode.unwrap_or(0o644) & 0o777)))).collect()
 }

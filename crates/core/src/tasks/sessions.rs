@@ -230,15 +230,20 @@ pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnO
     let _lock = SessionLock::wait(project, &s.agent)?;
     // Opened again under the lock: a finish may have ended the session meanwhile.
     let s = open(project, actor, id)?;
-    let overlay = project.overlay(&s.agent)?;
+    with_agent_host(project, &s.agent, f)
+}
+
+/// Runs `f` with a [`crate::externals::Host`] on agent `agent`'s overlay, its budgets carried
+/// from call to call in the overlay (an MCP session's tools, a wrap session's syncs).
+pub(crate) fn with_agent_host<T>(project: &Project, agent: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
+    let overlay = project.overlay(agent)?;
     let events = project.bin()?;
     let on_event = |kind: &crate::events::EventKind| {
-        let _ = events.append(&s.agent, State::Executing, kind);
+        let _ = events.append(agent, State::Executing, kind);
     };
     let ask = |_: &str, _: &str, _: std::time::Duration| Err("ask_llm is not available to MCP sessions (the client is the model)".to_string());
     let view = crate::view::View::new(project, &overlay)?;
     let mut host = crate::externals::Host::new(view, project.config.sandbox.clone(), &ask, None, &on_event);
-    // The session's budgets (bytes written and read, log, audited calls) span its calls.
     let usage = overlay.kv_get("usage")?.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default();
     host.resume(usage);
     let out = f(&mut host);

@@ -6,10 +6,11 @@ use crate::error::Result;
 use crate::lifecycle::{ErrorKind, State};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-/// MCP sessions' agents have no worker: they neither count against the concurrency limit
-/// nor are recovered; their session ends them.
-fn mcp() -> &'static str {
-    crate::lifecycle::Provider::Mcp.as_str()
+/// MCP sessions' and wrap sessions' agents are not run by a worker of the queue: they
+/// neither count against the concurrency limit nor are re-queued; their session ends them
+/// (and `crate::wrap::recover` a wrap session whose `cairn wrap` died).
+fn unqueued() -> String {
+    format!("'{}', '{}'", crate::lifecycle::Provider::Mcp.as_str(), crate::lifecycle::Provider::Wrap.as_str())
 }
 
 impl Bin {
@@ -18,7 +19,7 @@ impl Bin {
     pub fn claim(&mut self, worker: Worker, max_running: u32, only: Option<&str>) -> Result<Option<AgentRecord>> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let running: i64 =
-            tx.query_row(&format!("SELECT count(*) FROM agents WHERE state IN ({}) AND provider != '{}'", sql_states(State::is_running), mcp()), [], |r| r.get(0))?;
+            tx.query_row(&format!("SELECT count(*) FROM agents WHERE state IN ({}) AND provider NOT IN ({})", sql_states(State::is_running), unqueued()), [], |r| r.get(0))?;
         if running >= max_running as i64 {
             return Ok(None);
         }
@@ -41,9 +42,9 @@ impl Bin {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let stale: Vec<(String, u32, Option<Worker>)> = {
             let mut st = tx.prepare(&format!(
-                "SELECT id, attempts, worker_pid, worker_start FROM agents WHERE state IN ({}) AND provider != '{}'",
+                "SELECT id, attempts, worker_pid, worker_start FROM agents WHERE state IN ({}) AND provider NOT IN ({})",
                 sql_states(State::is_running),
-                mcp()
+                unqueued()
             ))?;
             let rows = st.query_map([], |r| {
                 let w = match (r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?) {
@@ -75,5 +76,48 @@ impl Bin {
         }
         tx.commit()?;
         Ok(touched)
+    }
+
+    /// A wrap session's agent (`cairn wrap`): executing at once, owned by `worker` (the
+    /// `cairn wrap` process), `task` its description. Returns its id.
+    pub fn wrap_begin(&mut self, task: &str, worker: Worker) -> Result<String> {
+        let now = crate::time::now_ms();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut id = super::new_id();
+        while tx.query_row("SELECT 1 FROM agents WHERE id = ?1", [&id], |_| Ok(())).optional()?.is_some() {
+            id = super::new_id();
+        }
+        tx.execute(
+            "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms, worker_pid, worker_start) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5, ?6, ?7)",
+            params![id, State::Executing.as_str(), task, crate::lifecycle::Provider::Wrap.as_str(), now, worker.pid, worker.start],
+        )?;
+        super::insert_event(&tx, &id, State::Executing, &crate::events::EventKind::StateChanged { message: format!("wrap: {task}") })?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Agent `id` back to executing for `worker` (`cairn wrap --agent`): from reviewing, or
+    /// from executing when its previous `cairn wrap` is gone (`alive` says).
+    pub fn wrap_resume(&mut self, id: &str, worker: Worker, alive: &dyn Fn(Worker) -> bool) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let rec = tx.query_row(&format!("SELECT {} FROM agents WHERE id = ?1", super::COLS), [id], super::row).optional()?.ok_or_else(|| crate::Error::UnknownAgent(id.to_string()))?;
+        let resumable = rec.state == State::Reviewing || (rec.state == State::Executing && !rec.worker.is_some_and(alive));
+        if rec.provider != crate::lifecycle::Provider::Wrap || !resumable || rec.accept_pending {
+            return Err(crate::Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "wrap --agent (a wrap session's proposal, reviewing)".into() });
+        }
+        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
+        if rec.state == State::Reviewing {
+            apply_transition(&tx, id, State::Executing, &TransitionExtra { message: Some("wrap resumed"), ..Default::default() })?;
+            tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Wrap sessions' agents still executing whose `cairn wrap` is gone.
+    pub fn wrap_orphans(&self, alive: &dyn Fn(Worker) -> bool) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare(&format!("SELECT {} FROM agents WHERE provider = ?1 AND state = ?2", super::COLS))?;
+        let rows = st.query_map([crate::lifecycle::Provider::Wrap.as_str(), State::Executing.as_str()], super::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows.into_iter().filter(|r| !r.worker.is_some_and(alive)).map(|r| r.id).collect())
     }
 }

@@ -1,0 +1,213 @@
+//! `cairn wrap -- CMD`: any agent CLI runs unmodified in a confined copy-on-write view of the
+//! project ([`crate::runbox::wrap`]), and whatever it writes becomes a proposal. The session
+//! is an agent (provider `wrap`) from the start; its written layer, kept on disk in
+//! `$CAIRN_HOME/runs/wrap-<id>/`, is synced into the agent's overlay while CMD runs (so ghost
+//! text grows as the agent works), once more when CMD ends, and by [`recover`] when
+//! `cairn wrap` itself was killed: nothing written is lost.
+
+use crate::error::{Error, Result};
+use crate::externals::{Applied, Staged};
+use crate::lifecycle::State;
+use crate::orchestrator::{this_worker, worker_alive};
+use crate::project::Project;
+use crate::runbox::{self, Exit, Written};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often the written layer is looked at while CMD runs.
+const SYNC_EVERY: Duration = Duration::from_millis(250);
+
+/// One `cairn wrap`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub argv: Vec<String>,
+    /// The task's description (default: the command).
+    pub task: Option<String>,
+    /// Continue this wrap session's proposal.
+    pub agent: Option<String>,
+    /// `--network none`.
+    pub no_network: bool,
+    /// Working directory, relative to the project root.
+    pub cwd: String,
+    /// The user's home (for `~` in `[wrap] hide` and `[wrap] writable`).
+    pub home: Option<PathBuf>,
+}
+
+/// How a wrap session ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub agent: String,
+    pub exit: Exit,
+    /// Paths the proposal changes.
+    pub changed: usize,
+}
+
+/// The session's directory.
+fn dir_of(project: &Project, agent: &str) -> PathBuf {
+    project.home.dir.join("runs").join(format!("wrap-{agent}"))
+}
+
+/// Starts (or resumes) the session's agent; returns its id, printed before CMD starts.
+pub fn begin(project: &Project, opts: &Options) -> Result<String> {
+    if opts.argv.is_empty() {
+        return Err(Error::Usage("cairn wrap needs a command: cairn wrap -- CMD ARGS...".into()));
+    }
+    crate::index::ensure_index(project)?;
+    recover(project)?;
+    let mut bin = project.bin()?;
+    match &opts.agent {
+        Some(prefix) => {
+            let id = bin.resolve(prefix)?;
+            bin.wrap_resume(&id, this_worker(), &worker_alive)?;
+            Ok(id)
+        }
+        None => {
+            let task = opts.task.clone().unwrap_or_else(|| opts.argv.join(" "));
+            bin.wrap_begin(&task, this_worker())
+        }
+    }
+}
+
+/// Runs CMD for agent `agent` (from [`begin`]) to its end, syncing as it goes; the proposal
+/// is `reviewing` afterwards with the exit status recorded.
+pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
+    let dir = dir_of(project, agent);
+    // A resumed session starts from its proposal, staged below the new layer.
+    let changes = crate::review::diff::changes(project, agent)?;
+    let staged = crate::tasks::exec::staged(&changes);
+    let home = opts.home.clone().unwrap_or_else(|| PathBuf::from("/root"));
+    let expand = |list: &[String]| list.iter().map(|p| expand(p, &home)).collect::<Vec<_>>();
+    let req = runbox::wrap::Request {
+        argv: &opts.argv,
+        cwd: &opts.cwd,
+        host_network: !opts.no_network,
+        hide: expand(&project.config.wrap.hide),
+        writable: expand(&project.config.wrap.writable).into_iter().flat_map(|p| glob_home(&p)).collect(),
+    };
+    let mut seen = BTreeMap::new();
+    let mut sync_error = None;
+    let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut || {
+        if let Err(e) = sync(project, agent, &staged, &dir, &mut seen) {
+            sync_error.get_or_insert(e);
+        }
+    });
+    let exit = match exit {
+        Ok(exit) => exit,
+        Err(e) => {
+            // Nothing ran: the agent ends as it was (a new one is rejected, a resumed one goes
+            // back to review).
+            let _ = finish(project, agent, &staged, &dir, &mut seen, "the wrap session could not start");
+            return Err(e);
+        }
+    };
+    let changed = finish(project, agent, &staged, &dir, &mut seen, &format!("`{}` {exit}", opts.argv.join(" ")))?;
+    if let Some(e) = sync_error {
+        return Err(e);
+    }
+    Ok(Finished { agent: agent.to_string(), exit, changed })
+}
+
+/// The last sync, the proposal to `reviewing`, the session's directory removed.
+fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, how: &str) -> Result<usize> {
+    sync(project, agent, staged, dir, seen)?;
+    let overlay = project.overlay(agent)?;
+    let paths = overlay.paths()?;
+    let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
+    overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
+    if project.bin()?.get(agent)?.state == State::Executing {
+        crate::orchestrator::submit(&mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(paths.len())
+}
+
+/// Completes every wrap session whose `cairn wrap` died: what its layer holds joins the
+/// proposal, which goes to `reviewing`. Returns the agents recovered.
+pub fn recover(project: &Project) -> Result<Vec<String>> {
+    let orphans = project.bin()?.wrap_orphans(&worker_alive)?;
+    for id in &orphans {
+        let changes = crate::review::diff::changes(project, id)?;
+        let staged = crate::tasks::exec::staged(&changes);
+        finish(project, id, &staged, &dir_of(project, id), &mut BTreeMap::new(), "interrupted (its `cairn wrap` ended first); what it wrote is kept")?;
+    }
+    Ok(orphans)
+}
+
+/// Size, modification time and mode of an entry of the layer (what a sync compares).
+type Stamp = (u64, i64, i64, u32);
+
+fn stamp(m: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    (m.len(), m.mtime(), m.mtime_nsec(), m.mode())
+}
+
+/// Brings the agent's overlay in line with the layer: entries new or changed since the last
+/// sync are applied, entries gone are put back to where the session started.
+fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>) -> Result<()> {
+    let upper = runbox::wrap::upper(dir);
+    if !upper.is_dir() {
+        return Ok(());
+    }
+    let now = stamps(&upper)?;
+    if now == *seen {
+        return Ok(());
+    }
+    let written: Vec<Written> = runbox::scan(&upper).map_err(|e| Error::io(&upper, e))?;
+    let fresh: Vec<Written> = written.into_iter().filter(|w| now.get(path_of(w)) != seen.get(path_of(w))).collect();
+    let gone: Vec<String> = seen.keys().filter(|p| !now.contains_key(*p)).cloned().collect();
+    let mut ignore = crate::paths::IgnoreRules::new(&project.root);
+    crate::tasks::sessions::with_agent_host(project, agent, |host| {
+        for path in &gone {
+            host.revert_written(path, staged)?;
+        }
+        host.apply_written(&fresh, staged, &mut ignore, &mut Applied::default())
+    })?;
+    *seen = now;
+    Ok(())
+}
+
+fn path_of(w: &Written) -> &str {
+    match w {
+        Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } => path,
+    }
+}
+
+/// The stamp of every entry of the layer, by path.
+fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![(upper.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let Some(name) = e.file_name().to_str().map(str::to_string) else { continue };
+            if crate::paths::ALWAYS_SKIPPED.contains(&name.as_str()) {
+                continue;
+            }
+            let path = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+            if meta.is_dir() {
+                stack.push((e.path(), path.clone()));
+            }
+            out.insert(path, stamp(&meta));
+        }
+    }
+    Ok(out)
+}
+
+/// `~` → home.
+fn expand(p: &str, home: &Path) -> PathBuf {
+    match p.strip_prefix('~') {
+        Some(rest) => home.join(rest.trim_start_matches('/')),
+        None => PathBuf::from(p),
+    }
+}
+
+/// A path whose last component ends in `*` (`~/.aider*`): the matching entries of its
+/// directory; any other path as is.
+fn glob_home(p: &Path) -> Vec<PathBuf> {
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let Some(prefix) = name.strip_suffix('*') else { return vec![p.to_path_buf()] };
+    let Some(parent) = p.parent() else { return Vec::new() };
+    std::fs::read_dir(parent).into_iter().flatten().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(prefix)).map(|e| e.path()).collect()
+}
