@@ -28,6 +28,7 @@ cmd('CairnNextHunk', function() cairn().next_hunk() end, { desc = 'Go to the nex
 cmd('CairnPrevHunk', function() cairn().prev_hunk() end, { desc = 'Go to the previous cairn hunk' })
 cmd('CairnTasks', function() cairn().tasks() end, { desc = 'List tasks; <CR> shows the task agent\'s ghost text' })
 cmd('CairnLog', function(o) cairn().log(o.args) end, { nargs = '?', complete = ids, desc = "Show an agent's timeline" })
+cmd('CairnWrap', function(o) cairn().wrap(o.args) end, { nargs = '+', complete = 'shellcmd', desc = 'Run an agent CLI under cairn wrap; its writes become a proposal' })
 cmd('CairnRefresh', function() cairn().refresh() end, { desc = 'Recompute the ghost text against the files as they are now' })
 
 local map = vim.keymap.set

@@ -69,6 +69,10 @@ function M.preview(id, on_done)
   require('cairn.preview').open(id, on_done)
 end
 
+function M.wrap(cmd, on_done)
+  require('cairn.wrap').start(cmd, on_done)
+end
+
 function M.select(id, on_done)
   rpc.call('select', { id = id }, function(r)
     notify.notify('showing agent ' .. r.id)

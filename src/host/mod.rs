@@ -269,6 +269,9 @@ impl Handler {
             "tasks" => cairn_core::tasks::list(project, &Default::default()).map(|t| serde_json::json!({ "tasks": t })),
             "log" => self.target(args.str("id")).and_then(|id| views::agent_log(project, &id)),
             "health" => Ok(self.health()),
+            // `:CairnWrap`: the command line that runs a wrap session on this project (the
+            // plugin starts it in a tmux split or a terminal buffer).
+            "wrap_argv" => Ok(serde_json::json!({ "argv": [self.project.exe.display().to_string(), "--project-root", self.project.root.display().to_string(), "--cairn-home", self.project.home.dir.display().to_string(), "wrap"] })),
             other => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
         })
     }

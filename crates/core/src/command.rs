@@ -172,7 +172,10 @@ pub fn execute_check(file: &std::path::Path) -> Result<CheckReport> {
 }
 
 /// Resolves a unique id prefix.
+/// A wrap session whose `cairn wrap` died is completed first (what it wrote is kept, for
+/// review), so that every command naming an agent sees it whole.
 pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
+    crate::wrap::recover(project)?;
     project.bin()?.resolve(prefix)
 }
 
@@ -203,13 +206,11 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Status { id } => {
             let id = resolve(project, &id)?;
-            crate::wrap::recover(project)?;
             let rec = project.bin()?.get(&id)?;
             Ok(Output::Status(status_of(project, &rec, true)?))
         }
         Command::Diff { id, stat } => {
             let id = resolve(project, &id)?;
-            crate::wrap::recover(project)?;
             let files = review::changes(project, &id)?;
             let text = if stat { review::stat(&files) } else { review::unified(&files) };
             Ok(Output::Diff(DiffReport { id, files, text }))
@@ -217,8 +218,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::Accept { id, force } => {
             // One connection to bin.db for the whole accept.
             let mut bin = project.bin()?;
-            let id = bin.resolve(&id)?;
-            crate::wrap::recover(project)?;
+            let id = resolve(project, &id)?;
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
             let accepted = review::accept(project, &mut bin, &id, force)?;
@@ -229,7 +229,6 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // An agent whose worker died is re-queued first, which a reject can then cancel.
             crate::orchestrator::recover(project)?;
-            crate::wrap::recover(project)?;
             let rec = review::reject(project, &id)?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }

@@ -1,0 +1,63 @@
+--- `:CairnWrap {cmd}`: runs an agent CLI under `cairn wrap` (its writes become a proposal) in a
+--- tmux split, or a terminal buffer outside tmux, and selects its proposal as soon as it
+--- exists, so its ghost text grows while the agent works.
+local rpc = require('cairn.rpc')
+local notify = require('cairn.notify')
+
+local M = {}
+
+--- Ids of the wrap agents the host knows.
+local function wrap_ids(agents)
+  local ids = {}
+  for _, a in ipairs(agents or {}) do
+    if a.provider == 'wrap' then
+      ids[a.id] = a
+    end
+  end
+  return ids
+end
+
+--- Starts `cmd` (a shell command line) under `cairn wrap`; `on_done(id)` once its proposal
+--- is selected.
+function M.start(cmd, on_done)
+  rpc.call('list', nil, function(before)
+    local known = wrap_ids(before.agents)
+    rpc.call('wrap_argv', nil, function(r)
+      local argv = vim.list_extend(vim.deepcopy(r.argv), { '--task', cmd, '--', 'sh', '-c', cmd })
+      if vim.env.TMUX and vim.fn.executable('tmux') == 1 then
+        local tmux = vim.list_extend({ 'tmux', 'split-window', '-h', '-c', vim.fn.getcwd() }, argv)
+        vim.system(tmux)
+      else
+        vim.cmd('botright new')
+        if vim.fn.has('nvim-0.11') == 1 then
+          vim.fn.jobstart(argv, { term = true })
+        else
+          vim.fn.termopen(argv)
+        end
+      end
+      M.select_new(known, 100, on_done)
+    end)
+  end)
+end
+
+--- Selects the first wrap agent not in `known`, looking again every 100 ms (`tries` times).
+function M.select_new(known, tries, on_done)
+  rpc.call('list', nil, function(now)
+    for id, _ in pairs(wrap_ids(now.agents)) do
+      if not known[id] then
+        require('cairn').select(id, function()
+          notify.notify('wrap session ' .. id .. ': its writes show as ghost text while it works')
+          if on_done then on_done(id) end
+        end)
+        return
+      end
+    end
+    if tries > 0 then
+      vim.defer_fn(function() M.select_new(known, tries - 1, on_done) end, 100)
+    else
+      notify.notify('the wrap session did not start (see its pane)', vim.log.levels.WARN)
+    end
+  end)
+end
+
+return M
