@@ -51,6 +51,7 @@ pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
         t
     });
     done(rows, Row::new("run_cli", "queue → reviewing via `cairn run` (no watcher: re-index, start a zygote)", v, "< 150 ms"));
+    via_wrap(c, rows, &mut ids);
     via_up(c, rows, &mut ids);
     via_mcp(c, rows);
 
@@ -85,6 +86,19 @@ fn import_all(c: &Ctx, pool: &Pool, rows: &mut Vec<Row>, ids: &mut Vec<String>) 
         ids.push(id);
     }
     done(rows, Row::new("import_all", "import every library module (timed in the child)", Stat::ms(&v), "< 150 ms"));
+}
+
+/// `cairn wrap -- true`: the whole command, process start to its exit (the session, its
+/// boundary, the proposal to reviewing).
+fn via_wrap(c: &Ctx, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
+    let v = sample(c.runs, || {
+        let (t, out) = time(|| c.cairn().args(["wrap", "--", "true"]).stdin(Stdio::null()).output().expect("cairn wrap"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        ids.push(err.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("agent id").to_string());
+        t
+    });
+    done(rows, Row::new("wrap", "`cairn wrap -- true` (process start to exit: a session, its boundary, reviewing)", v, "< 100 ms"));
 }
 
 /// `cairn queue` with `cairn up` serving: wall clock from starting `cairn queue` to the
