@@ -13,6 +13,7 @@ setup_rust
 apt_install git tmux ripgrep strace
 setup_neovims
 setup_mcp_client
+setup_agents
 
 echo "== cargo test (release)"
 cargo build --release --workspace --all-targets

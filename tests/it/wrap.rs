@@ -4,6 +4,7 @@
 use crate::support::*;
 use std::io::Read;
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The agent id `cairn wrap` announced on stderr.
@@ -156,4 +157,64 @@ fn wrap_agent_continues_a_proposal() {
     assert!(f.cairn(&["diff", &id]).ok().stdout.contains("+three"));
     let shown = f.cairn(&["status", &id, "--json"]).ok().stdout;
     assert!(shown.contains("exited with 3"), "{shown}");
+}
+
+/// Claude Code (npm, installed by the test command into `.venv/agents`) with its own Read,
+/// Edit, Write and Bash tools, its model a scripted server on 127.0.0.1.
+#[test]
+fn claude_code_under_cairn_wrap_proposes_exactly_its_edits() {
+    let claude = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/node_modules/.bin/claude");
+    assert!(claude.exists(), "Claude Code is missing: run `bash scripts/test.sh` (it installs .venv/agents)");
+    let f = Fixture::with_files(&[("src/app.py", "def add(a, b):\n    return a - b\n"), ("old.txt", "old\n"), ("README.md", "hi\n")]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_test"), "PLANTED-PRIVATE-KEY\n").unwrap();
+    let root = f.root.display().to_string();
+    let tmp_mark = format!("/tmp/cairn-wrap-claude-{}", std::process::id());
+    let script = serde_json::json!([
+        {"tool": "Read", "input": {"file_path": format!("{root}/src/app.py")}},
+        {"tool": "Edit", "input": {"file_path": format!("{root}/src/app.py"), "old_string": "return a - b", "new_string": "return a + b"}},
+        {"tool": "Write", "input": {"file_path": format!("{root}/NOTES.md"), "content": "fixed add\n"}},
+        {"tool": "Bash", "input": {"command": format!("echo gen > generated.txt && rm old.txt && echo t > {tmp_mark} && (cat ~/.ssh/id_test || echo no-key-here)"), "description": "shell step"}},
+        {"text": "All done."}
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let port_file = dir.path().join("port");
+    let log = std::fs::File::create(dir.path().join("requests.log")).unwrap();
+    let stub = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/anthropic_stub.py");
+    let mut model = Command::new("python3").arg(stub).arg(dir.path().join("script.json")).arg(&port_file).stderr(log).spawn().unwrap();
+    wait_until(20, "the scripted model to listen", || port_file.exists());
+    let port = std::fs::read_to_string(&port_file).unwrap();
+    let before = f.tree();
+    let out = f
+        .cmd()
+        .current_dir(&f.root)
+        .args(["wrap", "--"])
+        .arg(&claude)
+        .args(["-p", "fix add", "--allowedTools", "Read", "Edit", "Write", "Bash"])
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-scripted")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = model.kill();
+    let _ = model.wait();
+    let r = Run::from(out);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("All done."), "{r:?}");
+    let id = agent_of(&r.stderr);
+    assert_eq!(f.tree(), before, "the working tree changed");
+    let diff = f.cairn(&["diff", &id]).ok().stdout;
+    let headers: Vec<&str> = diff.lines().filter(|l| l.starts_with("diff --git")).collect();
+    assert_eq!(headers, ["diff --git a/NOTES.md b/NOTES.md", "diff --git a/generated.txt b/generated.txt", "diff --git a/old.txt b/old.txt", "diff --git a/src/app.py b/src/app.py"], "{diff}");
+    assert!(diff.contains("+    return a + b") && diff.contains("+fixed add") && diff.contains("+gen"), "{diff}");
+    assert!(!Path::new(&tmp_mark).exists(), "its /tmp write reached the host");
+    let requests = std::fs::read_to_string(dir.path().join("requests.log")).unwrap();
+    assert!(requests.contains("no-key-here"), "the Bash step's result never came back: {}", &requests[..requests.len().min(2000)]);
+    assert!(!requests.contains("PLANTED-PRIVATE-KEY"), "the agent read the planted key");
+    assert_eq!(f.status(&id).state.as_str(), "reviewing");
 }

@@ -52,12 +52,21 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", project.exe.display())))?;
+    // Woken by the child's exit (its pidfd), else every `every` for a tick.
+    let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
         if child.try_wait().map_err(|e| Error::Sandbox(format!("wait: {e}")))?.is_some() {
             break;
         }
         tick();
-        std::thread::sleep(every);
+        match &pidfd {
+            Some(fd) => {
+                let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+                let timeout = rustix::event::Timespec::try_from(every).ok();
+                let _ = rustix::event::poll(&mut fds, timeout.as_ref());
+            }
+            None => std::thread::sleep(every),
+        }
     }
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
