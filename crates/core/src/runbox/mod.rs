@@ -152,14 +152,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
     masks.push(home.clone());
     masks.push(project.home.dir.clone());
     let read_paths = run.read_paths.iter().map(|p| expand(p, &home, &project.root)).collect();
-    let mut workspace_masks = vec![project.agentfs(), project.root.join(".grail")];
-    if project.home.dir.starts_with(&project.root) {
-        workspace_masks.push(project.home.dir.clone());
-    }
-    let cwd = match req.cwd.trim_matches('/') {
-        "" | "." => project.root.clone(),
-        c => project.root.join(crate::paths::normalize(c, &project.root)?),
-    };
+    let (workspace_masks, cwd) = workspace_paths(project, req.cwd)?;
     Ok(Spec {
         parent_pid: std::process::id() as i32,
         root: project.root.clone(),
@@ -178,6 +171,20 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         capture: req.capture,
         wrap: None,
     })
+}
+
+/// What every boundary hides inside the workspace (Cairn's state, and `$CAIRN_HOME` when it
+/// lies in the project), and the working directory for `cwd` (relative to the root).
+pub(super) fn workspace_paths(project: &Project, cwd: &str) -> Result<(Vec<PathBuf>, PathBuf)> {
+    let mut masks = vec![project.agentfs(), project.root.join(".grail")];
+    if project.home.dir.starts_with(&project.root) {
+        masks.push(project.home.dir.clone());
+    }
+    let cwd = match cwd.trim_matches('/') {
+        "" | "." => project.root.clone(),
+        c => project.root.join(crate::paths::normalize(c, &project.root)?),
+    };
+    Ok((masks, cwd))
 }
 
 /// `~` → home, relative → under the project.

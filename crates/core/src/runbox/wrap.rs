@@ -88,14 +88,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
     masks.extend(dirs);
     let mut hidden_files: Vec<PathBuf> = super::HIDDEN.iter().map(PathBuf::from).collect();
     hidden_files.extend(files);
-    let mut workspace_masks = vec![project.agentfs(), project.root.join(".grail")];
-    if project.home.dir.starts_with(&project.root) {
-        workspace_masks.push(project.home.dir.clone());
-    }
-    let cwd = match req.cwd.trim_matches('/') {
-        "" | "." => project.root.clone(),
-        c => project.root.join(crate::paths::normalize(c, &project.root)?),
-    };
+    let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
     let read_only = [".git", ".jj", ".cairn.toml"].iter().map(|p| project.root.join(p)).collect();
     Ok(Spec {
         parent_pid: std::process::id() as i32,
