@@ -133,7 +133,8 @@ fn status(s: &Status) {
         outln!("DAMAGED   {}", esc(d));
     }
     for c in &s.changes {
-        outln!("  {:<9} {}", format!("{:?}", c.kind).to_lowercase(), esc(&c.path));
+        let flag = c.runs_by_itself.map(|why| format!("  ! {why}")).unwrap_or_default();
+        outln!("  {:<9} {}{flag}", format!("{:?}", c.kind).to_lowercase(), esc(&c.path));
     }
 }
 

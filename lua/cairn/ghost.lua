@@ -106,6 +106,10 @@ function M.render(buf, file, agent)
       -- Created before the hunk's own marks: virtual lines on one row show in creation order.
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
       local header = string.format('cairn %s: %s  (%d hunk%s)%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks))
+      if type(file.runs_by_itself) == 'string' then
+        header = header .. '  ! ' .. file.runs_by_itself
+      end
+      header = require('cairn.notify').escape(header)
       set(buf, M.ns, at, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
     end
     local range_end

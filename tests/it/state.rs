@@ -99,3 +99,21 @@ fn git_never_sees_stashes_or_cleans_cairns_state() {
     assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
     assert!(f.cairn(&["diff", &s.id]).ok().stdout.contains("+agent"));
 }
+
+#[test]
+fn invisible_names_are_escaped_and_files_other_tools_run_are_flagged() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('x\\u200b.txt', 'x\\n')\nwrite_file('.envrc', 'export X=1\\n')\nwrite_file('.github/workflows/ci.yml', 'on: push\\n')\nwrite_file('plain.txt', 'p\\n')\n");
+    let status = f.cairn(&["status", &s.id]).ok().stdout;
+    assert!(status.contains("x\\u{200b}.txt") && !status.contains("x\u{200b}.txt"), "{status}");
+    let line = |needle: &str| status.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle} missing: {status}")).to_string();
+    assert!(line(".envrc").contains("! direnv runs it"), "{status}");
+    assert!(line(".github/workflows/ci.yml").contains("! GitHub Actions runs it"), "{status}");
+    assert!(!line("plain.txt").contains('!'), "{status}");
+    let diff = f.cairn(&["diff", &s.id]).ok().stdout;
+    assert!(diff.contains("WARNING .envrc: direnv runs it") && diff.contains("b/x\\u{200b}.txt") && !diff.contains('\u{200b}'), "{diff}");
+    // JSON stays exact.
+    let json = f.cairn(&["status", &s.id, "--json"]).ok().json();
+    let paths: Vec<&str> = json["changes"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"x\u{200b}.txt"), "{paths:?}");
+}

@@ -44,6 +44,9 @@ pub enum Command {
 pub struct ChangeSummary {
     pub path: String,
     pub kind: ChangeKind,
+    /// Another tool runs or obeys this file on its own (see [`crate::paths::runs_by_itself`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_by_itself: Option<&'static str>,
 }
 
 /// The status object of one agent (`status --json`, `list-agents --json`, RPC).
@@ -135,7 +138,7 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
     // A damaged overlay does not hide the agent: its status says so instead of failing.
     let (changes, damage) = if with_changes {
         match review::changes(project, &rec.id) {
-            Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind }).collect(), None),
+            Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect(), None),
             Err(e @ Error::Overlay { .. }) => (Vec::new(), Some(e.to_string())),
             Err(e) => return Err(e),
         }

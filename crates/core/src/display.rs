@@ -1,13 +1,17 @@
 //! Agent-controlled text made safe for a human's terminal or editor: control characters
-//! (C0 but `\n` and `\t`, DEL, C1) and bidirectional formatting characters become visible
-//! escapes (`\x1b`, `\u{202e}`), so an agent cannot hide a line, rewrite the screen or set
+//! (C0 but `\n` and `\t`, DEL, C1), bidirectional formatting and invisible (zero-width,
+//! format) characters become visible escapes (`\x1b`, `\u{202e}`), so an agent cannot hide a line, rewrite the screen or set
 //! the clipboard (OSC 52) through a summary, a path, an error or file content.
 
 use std::borrow::Cow;
 
-/// Is `c` shown as an escape?
+/// Is `c` shown as an escape? Controls, and characters that print as nothing or move text
+/// around: bidirectional marks and overrides, zero-width and other format characters, line
+/// and paragraph separators, fillers, variation selectors, tags (so `x\u{200b}.txt` never
+/// reads as `x.txt`).
 fn hidden(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c as u32, 0xAD | 0x34F | 0x61C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE00..=0xFE0F | 0xFEFF | 0xFFA0 | 0xFFF9..=0xFFFB | 0x1D173..=0x1D17A | 0xE0000..=0xE0FFF)
 }
 
 /// `text` with every hidden character escaped (unchanged text is borrowed).
@@ -44,5 +48,7 @@ mod tests {
         assert_eq!(escape("a\0b\r\n"), "a\\0b\\r\n");
         assert_eq!(escape("x\u{202e}y\u{9b}"), "x\\u{202e}y\\u{9b}");
         assert_eq!(escape_line("a\nb"), "a\\nb");
+        assert_eq!(escape("x\u{200b}.txt .git\u{2060}/config \u{feff}"), "x\\u{200b}.txt .git\\u{2060}/config \\u{feff}");
+        assert_eq!(escape("caf\u{e9} \u{4e2d} \u{1f600}"), "caf\u{e9} \u{4e2d} \u{1f600}", "visible text is kept");
     }
 }

@@ -100,6 +100,31 @@ pub fn protected(rel: &str) -> Option<&'static str> {
     None
 }
 
+/// Why `rel` deserves a second look in review: a file that another tool runs or obeys on its
+/// own, without anyone asking (direnv, CI, git hooks, editors, build scripts, package
+/// managers). `None` for an ordinary file.
+pub fn runs_by_itself(rel: &str) -> Option<&'static str> {
+    let name = file_name(rel);
+    let under = |dir: &str| rel.starts_with(dir);
+    Some(match name {
+        ".envrc" => "direnv runs it on entering the directory",
+        "conftest.py" => "pytest imports it before any test",
+        "build.rs" => "cargo runs it when building",
+        "package.json" => "npm runs its install scripts",
+        ".npmrc" | ".yarnrc" | ".yarnrc.yml" => "the package manager obeys it",
+        "setup.py" => "pip runs it when installing",
+        ".pre-commit-config.yaml" => "pre-commit runs its hooks",
+        ".gitlab-ci.yml" | ".travis.yml" | "Jenkinsfile" | "azure-pipelines.yml" => "CI runs it",
+        ".gitattributes" | ".gitmodules" => "git obeys it (filters, submodules)",
+        "tasks.json" | "settings.json" | "launch.json" if under(".vscode/") => "VS Code runs or obeys it",
+        "config" | "config.toml" if rel == ".cargo/config" || rel == ".cargo/config.toml" => "cargo obeys it (runners, aliases)",
+        _ if under(".github/workflows/") || under(".github/actions/") => "GitHub Actions runs it",
+        _ if under(".husky/") || under(".githooks/") => "git runs it as a hook",
+        _ if under(".devcontainer/") => "the dev container tooling runs it",
+        _ => return None,
+    })
+}
+
 /// True when a project-relative path lies inside a directory cairn never mirrors.
 pub fn has_skipped_component(rel: &str) -> bool {
     rel.split('/').any(|c| ALWAYS_SKIPPED.contains(&c))

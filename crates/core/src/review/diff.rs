@@ -61,6 +61,9 @@ pub struct FileChange {
     /// not changed the file since the agent read it).
     #[serde(skip)]
     pub old_is_base: bool,
+    /// Another tool runs or obeys this file on its own ([`crate::paths::runs_by_itself`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_by_itself: Option<&'static str>,
 }
 
 impl FileChange {
@@ -129,7 +132,8 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
         let old_is_base = !journaled && !rebased && c.base_kept && old.is_some();
-        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base });
+        let runs_by_itself = crate::paths::runs_by_itself(&c.path);
+        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base, runs_by_itself });
     }
     Ok(out)
 }
@@ -217,6 +221,9 @@ pub fn unified(changes: &[FileChange]) -> String {
         }
         if c.conflicted() {
             let _ = writeln!(out, "CONFLICT {}: changed by you and by the agent; the agent's side is shown below", crate::display::escape_line(&c.conflict_text()));
+        }
+        if let Some(why) = c.runs_by_itself {
+            let _ = writeln!(out, "WARNING {path}: {why}; read it before running anything here");
         }
         let a = if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
         let b = if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() };

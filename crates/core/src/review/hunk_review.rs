@@ -25,6 +25,9 @@ pub struct FileHunks {
     pub conflicts: Vec<(usize, usize)>,
     /// The whole file conflicts (deleted, a directory now, not mergeable).
     pub file_conflict: Option<String>,
+    /// Another tool runs or obeys this file on its own (flagged in the ghost header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_by_itself: Option<&'static str>,
 }
 
 /// Text files have hunks; a file with a NUL byte is reviewed whole (non-UTF-8 text, such as
@@ -49,6 +52,7 @@ pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
             kind: c.kind,
             conflicts: c.conflicts,
             file_conflict: c.file_conflict,
+            runs_by_itself: c.runs_by_itself,
         })
         .collect())
 }
