@@ -117,3 +117,37 @@ fn invisible_names_are_escaped_and_files_other_tools_run_are_flagged() {
     let paths: Vec<&str> = json["changes"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
     assert!(paths.contains(&"x\u{200b}.txt"), "{paths:?}");
 }
+
+/// Runs `cairn <args>`, failing the test if it does not end within `secs`.
+fn ends_within(f: &Fixture, args: &[&str], secs: u64) -> Run {
+    let mut child = f.cmd().args(args).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`cairn {}` hung", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Run::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_fifo_at_an_agent_written_path_hangs_nothing() {
+    let f = Fixture::with_files(&[("p.txt", "p\n"), ("q.txt", "q\n")]);
+    let s = f.run_ok("write_file('p.txt', 'agent\\n')\n");
+    let other = f.run_ok("write_file('q.txt', 'other\\n')\n");
+    std::fs::remove_file(f.root.join("p.txt")).unwrap();
+    assert!(Command::new("mkfifo").arg(f.root.join("p.txt")).status().unwrap().success());
+    for args in [vec!["status", &s.id], vec!["diff", &s.id], vec!["list-agents"], vec!["hunks", &s.id]] {
+        ends_within(&f, &args, 5);
+    }
+    let r = ends_within(&f, &["run", "--provider", "inline", "read_file('p.txt')"], 10);
+    assert!(!r.stderr.is_empty() || r.code != 0 || !r.stdout.is_empty(), "{r:?}");
+    let r = ends_within(&f, &["accept", &s.id], 5);
+    assert_ne!(r.code, 0, "a FIFO is not silently replaced: {r:?}");
+    assert!(r.stderr.contains("p.txt"), "the refusal names the path: {r:?}");
+    // Other review actions are not blocked.
+    ends_within(&f, &["accept", &other.id], 5);
+    assert_eq!(f.read_str("q.txt").unwrap(), "other\n");
+}

@@ -114,7 +114,9 @@ fn open_regular_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Opti
             Err(e) => return Err(e),
         },
     };
-    let fd = match rfs::openat(dfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+    // NONBLOCK: a FIFO (or a device) at the path must not hang the open; it is then seen for
+    // what it is below and never read. Reads of a regular file ignore the flag.
+    let fd = match rfs::openat(dfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => return Ok(None),
         Err(e) => return Err(err(root, rel, e)),
