@@ -99,7 +99,13 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
 pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core::watcher::Watcher>, stop: &AtomicBool) {
     let mut last_reconcile = std::time::Instant::now();
     let mut due: Option<std::time::Instant> = None;
+    let mut last_touch = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if last_touch.elapsed() >= Duration::from_secs(1) {
+            // The liveness stamp: a stopped or hung process is not trusted for long.
+            cairn_core::index::touch_live(project);
+            last_touch = std::time::Instant::now();
+        }
         let interval = match watcher.as_mut() {
             Some(w) => {
                 if let Err(e) = w.pump(Duration::from_millis(200)) {

@@ -151,3 +151,20 @@ fn a_fifo_at_an_agent_written_path_hangs_nothing() {
     ends_within(&f, &["accept", &other.id], 5);
     assert_eq!(f.read_str("q.txt").unwrap(), "other\n");
 }
+
+#[test]
+fn a_stopped_cairn_up_is_not_trusted() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let mut up = Up::start(&f);
+    wait_until(30, "cairn up to serve", || cairn::index::index_is_live(&f.project()) || !up.alive());
+    assert!(up.alive());
+    let pid = rustix::process::Pid::from_raw(up.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    // Created while the daemon cannot see it: the run must re-index for itself.
+    f.write("new.txt", "created meanwhile\n");
+    let r = f.cairn(&["run", "--provider", "inline", "assert read_file('new.txt') == 'created meanwhile\\n'\nwrite_file('seen.txt', 'yes')"]);
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = r.stdout.trim();
+    assert_eq!(f.status(id).state.as_str(), "reviewing", "{r:?}");
+}

@@ -12,13 +12,37 @@ pub(crate) fn watcher_marker(project: &Project) -> std::path::PathBuf {
     project.agentfs().join("watcher")
 }
 
+/// How long a live watcher's marker may go without being touched before it is not believed
+/// (its process hangs, or was stopped with Ctrl-Z).
+const LIVE_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Is a watcher (`cairn up`, the Neovim host) keeping `stable.db` in step with the disk now?
+/// Its process must exist, not be stopped, and have touched its marker within [`LIVE_FOR`]:
+/// a stopped or hung daemon is not trusted, and the caller re-indexes itself.
 pub fn index_is_live(project: &Project) -> bool {
-    let Ok(text) = std::fs::read_to_string(watcher_marker(project)) else { return false };
+    let marker = watcher_marker(project);
+    let Ok(text) = std::fs::read_to_string(&marker) else { return false };
+    let fresh = std::fs::metadata(&marker).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age <= LIVE_FOR);
     let mut parts = text.split_whitespace().map(|p| p.parse::<i64>());
     match (parts.next(), parts.next()) {
-        (Some(Ok(pid)), Some(Ok(start))) => worker_alive(Worker { pid, start }),
+        (Some(Ok(pid)), Some(Ok(start))) => fresh && worker_alive(Worker { pid, start }) && !stopped(pid),
         _ => false,
+    }
+}
+
+/// Is process `pid` stopped (`T`: a signal such as Ctrl-Z; `t`: a debugger)?
+fn stopped(pid: i64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    matches!(state, Some("T" | "t"))
+}
+
+/// Says that the watcher of this process is still at work (a long-running process calls it
+/// about every second; see [`index_is_live`]).
+pub fn touch_live(project: &Project) {
+    let marker = watcher_marker(project);
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&marker) {
+        let _ = f.set_modified(std::time::SystemTime::now());
     }
 }
 
