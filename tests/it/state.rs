@@ -168,3 +168,21 @@ fn a_stopped_cairn_up_is_not_trusted() {
     let id = r.stdout.trim();
     assert_eq!(f.status(id).state.as_str(), "reviewing", "{r:?}");
 }
+
+#[test]
+fn undo_refuses_damaged_old_contents_and_names_the_file() {
+    let f = Fixture::with_files(&[("a.txt", "one\ntwo\nthree\nfour\nfive\n")]);
+    let s = f.run_ok("write_file('a.txt', 'one\\ntwo\\nthree\\nfour\\nFIVE\\n')\n");
+    // The user's own edit: the accept journals the file as it was (not the agent's base).
+    f.write("a.txt", "ONE\ntwo\nthree\nfour\nfive\n");
+    f.cairn(&["accept", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), "ONE\ntwo\nthree\nfour\nFIVE\n");
+    let old = f.root.join(format!(".agentfs/journal/{}.old", s.id));
+    let mut bytes = std::fs::read(&old).expect("the journal's old contents");
+    bytes[0] ^= 0x20;
+    std::fs::write(&old, bytes).unwrap();
+    let r = f.cairn(&["undo", &s.id]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("a.txt") && r.stderr.contains("damaged"), "{r:?}");
+    assert_eq!(f.read_str("a.txt").unwrap(), "ONE\ntwo\nthree\nfour\nFIVE\n", "the user's file is unchanged");
+}

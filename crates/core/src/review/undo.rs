@@ -31,6 +31,17 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     if !edited.is_empty() {
         return Err(Error::EditedSinceAccept { id: id.to_string(), paths: edited });
     }
+    // Nothing is written back that is not what was there: each old content must match the
+    // hash journaled before the accept (a damaged journal file or overlay is refused, naming
+    // the files, before any is touched).
+    let damaged: Vec<String> = journal
+        .iter()
+        .filter(|j| matches!((&j.old, &j.old_content), (Some((hash, _)), Some(content)) if crate::store::hash_bytes(content) != *hash))
+        .map(|j| j.path.clone())
+        .collect();
+    if !damaged.is_empty() {
+        return Err(Error::Overlay { id: id.to_string(), message: format!("undo refused, nothing restored: the journaled old contents of {} do not match their recorded hashes (the journal is damaged)", damaged.join(", ")) });
+    }
     let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
     let mut touched = Vec::new();
     for j in &journal {
