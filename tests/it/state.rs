@@ -74,6 +74,19 @@ fn git(f: &Fixture, args: &[&str]) -> String {
 }
 
 #[test]
+fn a_vanished_agentfs_is_reported_not_recreated() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.run_ok("write_file('a.txt', 'b\\n')\n");
+    std::fs::remove_dir_all(f.root.join(".agentfs")).unwrap();
+    for args in [vec!["up"], vec!["list-agents"], vec!["init"]] {
+        let r = f.cairn(&args);
+        assert_ne!(r.code, 0, "`cairn {}` went on: {r:?}", args.join(" "));
+        assert!(r.stderr.contains(".agentfs") && r.stderr.contains("agents existed"), "{r:?}");
+    }
+    assert!(!f.root.join(".agentfs").exists(), "re-created as if new");
+}
+
+#[test]
 fn git_never_sees_stashes_or_cleans_cairns_state() {
     let f = Fixture::new();
     f.write("a.txt", "a\n");
@@ -86,6 +99,15 @@ fn git_never_sees_stashes_or_cleans_cairns_state() {
     cairn::tasks::link_agent(&f.project(), "agent:test", task["id"].as_str().unwrap(), &s.id).unwrap();
     f.cairn(&["task", "check", task["id"].as_str().unwrap()]).ok();
     assert!(f.root.join(".grail/runs").is_dir() && f.root.join(".grail/agents").is_dir());
+    // An accepted agent too (its undo journal), and `cairn up` serving throughout.
+    f.write("b.txt", "b\n");
+    git(&f, &["add", "b.txt"]);
+    git(&f, &["commit", "-qm", "b"]);
+    let accepted = f.run_ok("write_file('b.txt', 'accepted\\n')\n");
+    f.cairn(&["accept", &accepted.id]).ok();
+    git(&f, &["commit", "-qam", "accepted"]);
+    let mut up = Up::start(&f);
+    wait_until(30, "cairn up to serve", || cairn::index::index_is_live(&f.project()) || !up.alive());
     assert_eq!(git(&f, &["status", "--porcelain", "--untracked-files=all"]), "", "git sees Cairn's state");
     git(&f, &["add", "-A"]);
     assert_eq!(git(&f, &["diff", "--cached", "--name-only"]), "", "`git add -A` takes Cairn's state");
@@ -98,6 +120,9 @@ fn git_never_sees_stashes_or_cleans_cairns_state() {
     assert!(f.root.join(".agentfs/bin.db").exists() && f.root.join(".grail/agents").is_dir(), "`git clean -fd` removed Cairn's state");
     assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
     assert!(f.cairn(&["diff", &s.id]).ok().stdout.contains("+agent"));
+    assert!(up.alive(), "cairn up survived the git churn");
+    f.cairn(&["undo", &accepted.id]).ok();
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\n", "the undo journal survived");
 }
 
 #[test]

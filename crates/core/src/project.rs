@@ -145,6 +145,12 @@ impl Project {
         let bin = self.agentfs().join("bin.db");
         let len = std::fs::metadata(&bin).map(|m| m.len()).ok();
         // Never a silent fresh start over existing agents: their overlays would be orphaned.
+        if len.is_none() && !self.agentfs().is_dir() && self.had_agents() {
+            return Err(Error::Database {
+                path: self.agentfs(),
+                message: "is gone, but .grail/agents shows that agents existed here (was it deleted, stashed or cleaned away?): restore it from a backup or from where it went (`git stash pop`); or remove .grail/agents and run `cairn init` to start afresh (those agents are then forgotten)".into(),
+            });
+        }
         if len.is_none_or(|l| l == 0) && self.has_overlays() {
             let what = if len.is_some() { "is empty (truncated)" } else { "is missing" };
             return Err(Error::Database {
@@ -153,6 +159,11 @@ impl Project {
             });
         }
         Ok(())
+    }
+
+    /// Did agents run here (their run logs are under `.grail/agents/`)?
+    fn had_agents(&self) -> bool {
+        std::fs::read_dir(self.root.join(".grail").join("agents")).into_iter().flatten().flatten().any(|e| e.file_type().is_ok_and(|t| t.is_dir()))
     }
 
     fn has_overlays(&self) -> bool {
