@@ -382,7 +382,9 @@ fn ordinary_work_passes_confined_pytest_cargo_test_and_make() {
     let home = std::env::var("HOME").unwrap();
     let cargo_home = std::env::var("CARGO_HOME").unwrap_or(format!("{home}/.cargo"));
     let rustup_home = std::env::var("RUSTUP_HOME").unwrap_or(format!("{home}/.rustup"));
-    let reads = [python_prefix(&venv).display().to_string(), cargo_home, rustup_home];
+    // The venv itself too: the checkout may live under /tmp, which a run does not see.
+    let venv_dir = venv.parent().unwrap().parent().unwrap().display().to_string();
+    let reads = [python_prefix(&venv).display().to_string(), venv_dir, cargo_home, rustup_home];
     f.home_config(&format!("[run]\nread_paths = {}\nenv = [\"CARGO_HOME\", \"RUSTUP_HOME\"]\n", serde_json::to_string(&reads).unwrap()));
     // The agent's proposal breaks nothing; human checks run the suites.
     let s = f.run_ok("write_file('pkg/calc.py', 'def add(a, b):\\n    return b + a\\n')\n");

@@ -186,6 +186,10 @@ fn claude_code_under_cairn_wrap_proposes_exactly_its_edits() {
     let mut model = Command::new("python3").arg(stub).arg(dir.path().join("script.json")).arg(&port_file).stderr(log).spawn().unwrap();
     wait_until(20, "the scripted model to listen", || port_file.exists());
     let port = std::fs::read_to_string(&port_file).unwrap();
+    // The checkout (with Claude Code in it) may live under /tmp, which a wrap session does
+    // not see: list its install as one of the agent's own places.
+    let install = claude.parent().unwrap().parent().unwrap().parent().unwrap();
+    f.home_config(&format!("[wrap]\nwritable = [{:?}]\n", install.display().to_string()));
     let before = f.tree();
     let out = f
         .cmd()
