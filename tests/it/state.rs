@@ -211,3 +211,30 @@ fn undo_refuses_damaged_old_contents_and_names_the_file() {
     assert!(r.stderr.contains("a.txt") && r.stderr.contains("damaged"), "{r:?}");
     assert_eq!(f.read_str("a.txt").unwrap(), "ONE\ntwo\nthree\nfour\nFIVE\n", "the user's file is unchanged");
 }
+
+#[test]
+fn readers_during_accepts_archive_step_never_break_undo() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let f = Fixture::with_files(&[("a.txt", "0\n")]);
+    let p = f.project();
+    for round in 0..50 {
+        let s = f.run_ok(&format!("write_file('a.txt', '{}\\n')\n", round + 1));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // A reader (as `cairn diff`, a status poll or the Neovim host would be) hammering
+            // the agent's overlay while the accept archives it.
+            scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(Some(o)) = p.existing_overlay(&s.id) {
+                        let _ = o.changes();
+                    }
+                }
+            });
+            cairn::command::execute(&p, cairn::command::Command::Accept { id: s.id.clone(), force: false }).unwrap();
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(!p.overlay_path(&s.id).exists(), "round {round}: a reader re-created the live overlay");
+        cairn::command::execute(&p, cairn::command::Command::Undo { id: s.id.clone() }).unwrap_or_else(|e| panic!("round {round}: undo failed: {e}"));
+        assert_eq!(f.read_str("a.txt").unwrap(), "0\n", "round {round}");
+    }
+}

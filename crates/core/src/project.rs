@@ -198,9 +198,12 @@ impl Project {
     pub fn existing_overlay(&self, id: &str) -> Result<Option<Overlay>> {
         for p in [self.overlay_path(id), self.archived_overlay_path(id)] {
             if p.is_file() {
-                return Overlay::open_existing(&p)
-                    .map(Some)
-                    .map_err(|e| Error::Overlay { id: id.to_string(), message: format!("the overlay is damaged ({e}); reject the agent, or restore the file") });
+                match Overlay::open_existing(&p) {
+                    Ok(o) => return Ok(Some(o)),
+                    // Moved away meanwhile (accept or reject archiving it): look where it went.
+                    Err(_) if !p.is_file() => continue,
+                    Err(e) => return Err(Error::Overlay { id: id.to_string(), message: format!("the overlay is damaged ({e}); reject the agent, or restore the file") }),
+                }
             }
         }
         Ok(None)

@@ -60,9 +60,18 @@ pub(crate) const SCHEMA_VERSION: i32 = 4;
 /// readers never block the writer; a busy timeout, so several cairn processes can share it;
 /// synchronous=NORMAL, so commits survive any process crash.
 pub(crate) fn open(path: &Path, schema: &str) -> Result<Connection> {
+    open_flags(path, schema, rusqlite::OpenFlags::default())
+}
+
+/// [`open`] of a database that must already exist: never creates a file.
+fn open_no_create(path: &Path, schema: &str) -> Result<Connection> {
+    open_flags(path, schema, rusqlite::OpenFlags::default() - rusqlite::OpenFlags::SQLITE_OPEN_CREATE)
+}
+
+fn open_flags(path: &Path, schema: &str, flags: rusqlite::OpenFlags) -> Result<Connection> {
     // An error opening a database always names it: "file is not a database" alone helps nobody.
     let named = |e: rusqlite::Error| crate::error::Error::Database { path: path.to_path_buf(), message: format!("{e} (`cairn doctor` checks every database)") };
-    let conn = Connection::open(path).map_err(named)?;
+    let conn = Connection::open_with_flags(path, flags).map_err(named)?;
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(named)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
     // Closing the last connection neither checkpoints nor deletes the WAL: cairn processes
@@ -116,7 +125,9 @@ pub(crate) fn open_existing(path: &Path, schema: &str, table: &str) -> Result<Co
     if len == 0 {
         return Err(damaged("is empty (truncated): it holds nothing any more".into()));
     }
-    let conn = open(path, schema)?;
+    // Never created here: a reader racing with a move of the file (an overlay being archived)
+    // must fail to open, not leave a new empty database at the old name.
+    let conn = open_no_create(path, schema)?;
     let has: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |r| r.get(0))
         .map_err(|e| damaged(e.to_string()))?;
@@ -134,4 +145,19 @@ pub(crate) fn wal_of(db: &Path) -> std::path::PathBuf {
 /// Converts a stored hash column back into a [`Hash`].
 pub(crate) fn hash_from_blob(blob: Option<Vec<u8>>) -> Option<Hash> {
     blob.and_then(|b| b.try_into().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The root of a reader's race with an archive step: the file is moved between the check
+    /// that it exists and the open. The open must fail, not leave an empty database behind.
+    #[test]
+    fn an_open_of_an_existing_database_never_creates_one() {
+        let dir = std::path::PathBuf::from(format!("/tmp/cairn-no-create-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let gone = dir.join("agent-x.db");
+        assert!(super::open_no_create(&gone, super::overlay::SCHEMA).is_err());
+        assert!(!gone.exists(), "a new database was left at the old name");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

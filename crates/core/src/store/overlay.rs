@@ -9,7 +9,7 @@ use crate::error::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY,
     kind INTEGER NOT NULL,
