@@ -76,7 +76,8 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             for s in agents {
                 let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
                 let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
-                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, s.state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
+                let state = if s.accept_pending { format!("{} (accept pending)", s.state) } else { s.state.to_string() };
+                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
         }
         Output::Diff(d) => {
@@ -131,6 +132,9 @@ fn status(s: &Status) {
     }
     if let Some(d) = &s.damage {
         outln!("DAMAGED   {}", esc(d));
+    }
+    if s.accept_pending {
+        outln!("PENDING   an accept was interrupted: `cairn accept {}` finishes it, `cairn reject {}` rolls it back", s.id, s.id);
     }
     for c in &s.changes {
         let flag = c.runs_by_itself.map(|why| format!("  ! {why}")).unwrap_or_default();

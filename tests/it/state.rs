@@ -238,3 +238,33 @@ fn readers_during_accepts_archive_step_never_break_undo() {
         assert_eq!(f.read_str("a.txt").unwrap(), "0\n", "round {round}");
     }
 }
+
+#[test]
+fn text_status_shows_an_interrupted_accept_and_how_to_finish_it() {
+    let f = Fixture::new();
+    for j in 0..300 {
+        f.write(&format!("src/f{j:03}.txt"), format!("old {j}\n").repeat(200));
+    }
+    f.init();
+    for round in 0..20 {
+        let s = f.run_ok(&format!("for j in range(300):\n    write_file('src/f%03d.txt' % j, ('new {round} %d\\n' % j) * 200)\n"));
+        let mut child = f.cmd().args(["accept", &s.id]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let changed = |f: &Fixture| (0..300).any(|j| f.read_str(&format!("src/f{j:03}.txt")).is_some_and(|t| t.starts_with(&format!("new {round} "))));
+        wait_until(30, "accept progress", || changed(&f) || matches!(child.try_wait(), Ok(Some(_))));
+        let _ = child.kill();
+        let _ = child.wait();
+        let json = f.cairn(&["status", &s.id, "--json"]).ok().json();
+        if json["accept_pending"] == true {
+            let text = f.cairn(&["status", &s.id]).ok().stdout;
+            assert!(text.contains("PENDING") && text.contains(&format!("cairn accept {}", s.id)), "{text}");
+            let list = f.cairn(&["list-agents"]).ok().stdout;
+            assert!(list.contains("accept pending"), "{list}");
+            f.cairn(&["accept", &s.id]).ok();
+            return;
+        }
+        if json["state"] == "reviewing" {
+            f.cairn(&["reject", &s.id]).ok();
+        }
+    }
+    panic!("no kill landed inside an accept in 20 rounds");
+}
