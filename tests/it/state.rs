@@ -268,3 +268,14 @@ fn text_status_shows_an_interrupted_accept_and_how_to_finish_it() {
     }
     panic!("no kill landed inside an accept in 20 rounds");
 }
+
+#[test]
+fn doctor_is_clean_after_an_accept_and_undo_of_a_new_nested_file() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('pkg/sub/new.py', 'x = 1\\n')\n");
+    f.cairn(&["accept", &s.id]).ok();
+    f.cairn(&["undo", &s.id]).ok();
+    assert!(!f.root.join("pkg").exists());
+    let r = f.cairn(&["doctor"]);
+    assert_eq!(r.code, 0, "{r:?}");
+}

@@ -235,6 +235,11 @@ pub fn sync_paths(project: &Project, rules: &mut IgnoreRules, rels: &[String]) -
             removals.push(rel);
         }
     }
+    // A removed path's directories that are gone too (undo of a new file in new directories,
+    // `rm -r`) leave the index with them.
+    let gone_dirs: std::collections::BTreeSet<String> =
+        removals.iter().flat_map(|r| paths::ancestors(r).map(str::to_string).collect::<Vec<_>>()).filter(|d| std::fs::symlink_metadata(project.root.join(d)).is_err()).collect();
+    removals.extend(gone_dirs);
     let n = updates.len() + removals.len();
     if n == 0 {
         return Ok(0);
