@@ -162,6 +162,9 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
                 outln!("{} path(s) {what}: {}", paths.len(), esc(&paths.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
             }
         }
+        if !report.special.is_empty() {
+            outln!("{} special file(s) (FIFOs, sockets, devices: never indexed or opened): {}", report.special.len(), esc(&report.special.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
+        }
         match report.confined_runs.as_str() {
             "ok" => outln!("confined runs: ok (checks and run_command run inside namespaces, see :help cairn-runs)"),
             why => outln!("confined runs: unavailable, runs are refused: {}", esc(why)),

@@ -278,4 +278,9 @@ fn doctor_is_clean_after_an_accept_and_undo_of_a_new_nested_file() {
     assert!(!f.root.join("pkg").exists());
     let r = f.cairn(&["doctor"]);
     assert_eq!(r.code, 0, "{r:?}");
+    // A FIFO in the tree is reported as such, not as a problem.
+    assert!(Command::new("mkfifo").arg(f.root.join("pipe")).status().unwrap().success());
+    let r = f.cairn(&["doctor"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("1 special file(s)") && r.stdout.contains("pipe"), "{r:?}");
 }

@@ -22,6 +22,9 @@ pub struct Report {
     pub unindexed: Vec<String>,
     pub ghosts: Vec<String>,
     pub stale: Vec<String>,
+    /// FIFOs, sockets and devices in the tree: never indexed or opened (reported, not a
+    /// problem).
+    pub special: Vec<String>,
     /// Confined runs (checks, `run_command`): `ok`, or the layer this machine lacks (then
     /// runs are refused; see `:help cairn-runs`). Not part of `ok`, which is about state.
     pub confined_runs: String,
@@ -65,5 +68,6 @@ pub fn run(project: &Project) -> Result<Report> {
         Ok(()) => "ok".to_string(),
         Err(e) => e,
     };
-    Ok(Report { databases, unindexed, ghosts, stale, confined_runs, ok })
+    let special = crate::sync::special_files(project);
+    Ok(Report { databases, unindexed, ghosts, stale, special, confined_runs, ok })
 }

@@ -167,6 +167,8 @@ pub fn drift(project: &Project) -> Result<(Vec<String>, Vec<String>, Vec<String>
     for (rel, md) in &on_disk {
         seen.insert(rel.clone());
         match indexed.get(rel) {
+            // FIFOs, sockets and devices are never indexed (nor read): not drift.
+            None if is_special(md) => {}
             None => missing.push(rel.clone()),
             Some(e) if md.is_file() && (e.size != md.size() || e.mtime_ns != mtime_ns(md)) => changed.push(rel.clone()),
             Some(_) => {}
@@ -177,6 +179,18 @@ pub fn drift(project: &Project) -> Result<(Vec<String>, Vec<String>, Vec<String>
         v.sort();
     }
     Ok((missing, extra, changed))
+}
+
+fn is_special(md: &std::fs::Metadata) -> bool {
+    let t = md.file_type();
+    !(t.is_file() || t.is_dir() || t.is_symlink())
+}
+
+/// FIFOs, sockets and devices in the tree (never indexed, never opened), for `cairn doctor`.
+pub fn special_files(project: &Project) -> Vec<String> {
+    let mut out: Vec<String> = walk(&project.root).into_iter().filter(|(_, md)| is_special(md)).map(|(rel, _)| rel).collect();
+    out.sort();
+    out
 }
 
 /// Non-UTF-8 names are not indexed (paths are text everywhere in Cairn: the index, the
