@@ -162,6 +162,9 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
                 outln!("{} path(s) {what}: {}", paths.len(), esc(&paths.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
             }
         }
+        if !report.orphans.is_empty() {
+            outln!("{} overlay(s) with no agent record (bin.db lost commits, e.g. its -wal file was deleted): {}", report.orphans.len(), esc(&report.orphans.join(", ")));
+        }
         if !report.special.is_empty() {
             outln!("{} special file(s) (FIFOs, sockets, devices: never indexed or opened): {}", report.special.len(), esc(&report.special.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
         }

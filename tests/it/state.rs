@@ -284,3 +284,29 @@ fn doctor_is_clean_after_an_accept_and_undo_of_a_new_nested_file() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("1 special file(s)") && r.stdout.contains("pipe"), "{r:?}");
 }
+
+#[test]
+fn a_lost_wal_loses_nothing_or_doctor_names_the_loss() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('a.txt', 'agent\\n')\nwrite_file('b.txt', 'new\\n')\n");
+    // A finished proposal lives in one file: its WAL is folded in.
+    let wal = f.root.join(format!(".agentfs/agent-{}.db-wal", s.id));
+    let _ = std::fs::remove_file(&wal);
+    let r = f.cairn(&["accept", &s.id]).ok();
+    assert!(r.stdout.contains("2 written"), "{r:?}");
+    assert_eq!(f.read_str("b.txt").unwrap(), "new\n");
+    // bin.db's WAL holds recent commits; lost, doctor names what is missing.
+    let t = f.run_ok("write_file('c.txt', 'c\\n')\n");
+    let bin_wal = f.root.join(".agentfs/bin.db-wal");
+    assert!(bin_wal.exists(), "bin.db keeps its recent commits in its WAL");
+    std::fs::remove_file(&bin_wal).unwrap();
+    let _ = std::fs::remove_file(f.root.join(".agentfs/bin.db-shm"));
+    let known = f.cairn(&["list-agents", "--all", "--json"]).stdout.contains(&t.id);
+    let r = f.cairn(&["doctor"]);
+    if known {
+        assert_eq!(r.code, 0, "nothing was lost: {r:?}");
+    } else {
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stdout.contains("no agent record") && r.stdout.contains(&t.id), "the loss is named: {r:?}");
+    }
+}

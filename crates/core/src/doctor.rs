@@ -22,6 +22,9 @@ pub struct Report {
     pub unindexed: Vec<String>,
     pub ghosts: Vec<String>,
     pub stale: Vec<String>,
+    /// Agents whose overlay exists but whose record `bin.db` no longer has (its commits were
+    /// lost, e.g. with a deleted `bin.db-wal`).
+    pub orphans: Vec<String>,
     /// FIFOs, sockets and devices in the tree: never indexed or opened (reported, not a
     /// problem).
     pub special: Vec<String>,
@@ -44,6 +47,21 @@ fn quick_check(path: &std::path::Path) -> String {
         Ok(rows.join("; "))
     };
     check().unwrap_or_else(|e| e)
+}
+
+/// Ids of the overlays among `databases` that no agent record of `bin.db` knows.
+fn orphans(project: &Project, databases: &[DbCheck]) -> Result<Vec<String>> {
+    let bin = project.bin()?;
+    let mut out = Vec::new();
+    for d in databases {
+        let name = d.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(id) = name.strip_prefix("agent-").and_then(|n| n.strip_suffix(".db")) {
+            if matches!(bin.get(id), Err(crate::Error::UnknownAgent(_))) {
+                out.push(id.to_string());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Checks every database of `project` and compares the index with the tree.
@@ -69,5 +87,7 @@ pub fn run(project: &Project) -> Result<Report> {
         Err(e) => e,
     };
     let special = crate::sync::special_files(project);
-    Ok(Report { databases, unindexed, ghosts, stale, special, confined_runs, ok })
+    let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
+    let ok = ok && orphans.is_empty();
+    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, ok })
 }

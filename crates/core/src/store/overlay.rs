@@ -73,9 +73,6 @@ pub struct Overlay {
     conn: Connection,
 }
 
-/// The WAL size from which a finished agent's overlay is folded ([`Overlay::fold`]).
-const FOLD_AT: u64 = 256 << 10;
-
 /// How much of an overlay a reader maps (SQLite maps the file up to its size, at most this).
 const MAPPED: i64 = 256 << 20;
 
@@ -215,13 +212,13 @@ impl Overlay {
         Ok(st.query_row([path], |r| r.get::<_, Option<Vec<u8>>>(0)).optional()?.flatten())
     }
 
-    /// Folds the WAL into the database file and empties it, once the agent is done writing.
-    /// Review and accept open the overlay afresh; with frames left in the WAL, each open would
-    /// first re-read all of it (a megabyte per hundred files) to rebuild the WAL's index. A
-    /// small WAL is left as it is (re-reading it costs less than the checkpoint's fsyncs).
-    /// Best effort: a reader still at work leaves the WAL as it is (nothing is lost either way).
+    /// Folds the WAL into the database file and empties it, once the agent is done writing:
+    /// a finished proposal then lives in one file (losing a `-wal` afterwards loses nothing),
+    /// and review and accept, which open the overlay afresh, never re-read a WAL to rebuild its
+    /// index. Best effort: a reader still at work leaves the WAL as it is (nothing is lost;
+    /// the next fold, or SQLite's own checkpoint, finishes it).
     pub fn fold(&self) {
-        if !std::fs::metadata(super::wal_of(&self.file())).is_ok_and(|m| m.len() >= FOLD_AT) {
+        if !std::fs::metadata(super::wal_of(&self.file())).is_ok_and(|m| m.len() > 0) {
             return;
         }
         if let Err(e) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
