@@ -46,7 +46,8 @@ fn huge_paths_are_refused_fast_and_not_stored() {
     let code = "[err(write_file, 'a/' * 600000 + 'x', 'y'), err(write_file, 'p' * (4 * 1024 * 1024), 'y'), err(read_file, 'q' * 300)]";
     let r = run_within(&f, code, Duration::from_secs(10));
     for v in r.as_array().unwrap() {
-        assert_eq!(v.as_str().unwrap(), "ValueError: Invalid path", "{r}");
+        assert!(v.as_str().unwrap().starts_with("ValueError: Invalid path"), "{r}");
+        assert!(v.as_str().unwrap().len() < 300, "the error quotes a bounded path: {r}");
     }
     assert!(agentfs_bytes(&f) < before + 4 * 1024 * 1024, ".agentfs grew by {} bytes", agentfs_bytes(&f) - before);
 }

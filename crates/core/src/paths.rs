@@ -39,13 +39,15 @@ pub fn normalize(raw: &str, root: &Path) -> Result<String> {
     if raw.len() >= 2 && raw.as_bytes()[1] == b':' && raw.as_bytes()[0].is_ascii_alphabetic() {
         return Err(invalid());
     }
-    if let Some(root) = root.to_str() {
-        // An absolute host path into the project is still a host path: refuse it rather than
-        // guess whether the agent meant the project root.
-        if raw.starts_with('/') && raw.len() > 1 && (raw == root || raw.starts_with(&format!("{root}/"))) {
-            return Err(invalid());
-        }
-    }
+    // An absolute path names a host file: inside the project, that file; anywhere else, it is
+    // refused, never quietly taken as relative (`/tmp/x` is not `tmp/x`).
+    let raw = match raw.strip_prefix('/') {
+        None => raw,
+        Some(_) => match root.to_str().and_then(|r| if raw == r { Some("") } else { raw.strip_prefix(r).and_then(|rest| rest.strip_prefix('/')) }) {
+            Some(inside) => inside,
+            None => return Err(Error::InvalidPath(format!("{} (an absolute path outside the project {}; paths are relative to the project root)", shorten(raw), root.display()))),
+        },
+    };
     let mut parts: Vec<&str> = Vec::new();
     for comp in raw.split('/') {
         match comp {
@@ -224,17 +226,17 @@ mod tests {
         let root = Path::new("/work/proj");
         let ok = [
             ("src/main.py", "src/main.py"),
-            ("/src/main.py", "src/main.py"),
+            ("/work/proj/src/main.py", "src/main.py"),
+            ("/work/proj", ""),
             ("./a/./b", "a/b"),
             ("a/../b", "b"),
             (".", ""),
-            ("/", ""),
             ("a//b/", "a/b"),
         ];
         for (input, want) in ok {
             assert_eq!(normalize(input, root).unwrap(), want, "{input}");
         }
-        for bad in ["..", "../x", "a/../../x", "x\0y", "/work/proj/src/a.py", "C:/x", "a\\b", "~/x"] {
+        for bad in ["..", "../x", "a/../../x", "x\0y", "/tmp/abs.txt", "/", "/work/project/x", "/work/proj/../x", "C:/x", "a\\b", "~/x"] {
             assert!(normalize(bad, root).is_err(), "{bad:?} should be refused");
         }
         assert!(normalize(&"a/".repeat(600_000), root).is_err(), "600,000 components");

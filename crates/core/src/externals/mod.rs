@@ -109,7 +109,7 @@ pub(crate) fn limit(message: String) -> CallError {
 impl From<Error> for CallError {
     fn from(e: Error) -> Self {
         match e {
-            Error::InvalidPath(_) => raise("ValueError", "Invalid path"),
+            Error::InvalidPath(p) => raise("ValueError", format!("Invalid path: {p}")),
             other => raise("OSError", other.to_string()),
         }
     }
