@@ -59,6 +59,9 @@ fn esc(text: &str) -> String {
 pub(crate) fn output(project: &Project, out: &Output) -> i32 {
     match out {
         Output::Init(r) => {
+            if let Some(why) = &r.rebuilt {
+                errln!("cairn: warning: the index was damaged ({}): set aside as .agentfs/stable.db.damaged and rebuilt from the tree", esc(why));
+            }
             outln!("indexed {} files and {} directories in {} ({} hashed)", r.files, r.dirs, project.root.display(), r.hashed);
         }
         Output::Agent(s) if s.state == State::Errored && s.error.is_some() => {

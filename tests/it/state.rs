@@ -310,3 +310,19 @@ fn a_lost_wal_loses_nothing_or_doctor_names_the_loss() {
         assert!(r.stdout.contains("no agent record") && r.stdout.contains(&t.id), "the loss is named: {r:?}");
     }
 }
+
+#[test]
+fn init_rebuilds_a_damaged_index_after_saying_so() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("src/b.py", "b\n")]);
+    let db = f.root.join(".agentfs/stable.db");
+    let _ = std::fs::remove_file(f.root.join(".agentfs/stable.db-wal"));
+    let _ = std::fs::remove_file(f.root.join(".agentfs/stable.db-shm"));
+    std::fs::write(&db, b"this is not a database, it was overwritten\n".repeat(100)).unwrap();
+    let r = f.cairn(&["init"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("the index was damaged") && r.stderr.contains("rebuilt"), "{r:?}");
+    assert!(f.root.join(".agentfs/stable.db.damaged").exists());
+    assert!(f.cairn(&["doctor"]).ok().stdout.contains("stable.db: ok"));
+    let s = f.run_ok("read_file('src/b.py')\n");
+    assert_eq!(s.state.as_str(), "reviewing");
+}

@@ -12,12 +12,16 @@ use std::path::Path;
 use std::sync::Mutex;
 
 /// What an [`init`] did.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct InitReport {
     pub files: u64,
     pub dirs: u64,
     pub hashed: u64,
     pub removed: u64,
+    /// The index was damaged (why), set aside as `stable.db.damaged` and rebuilt from the
+    /// tree (it is derived data: nothing of an agent's is in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuilt: Option<String>,
 }
 
 fn mtime_ns(md: &std::fs::Metadata) -> i64 {
@@ -73,18 +77,35 @@ const CHECKPOINT_AFTER: u64 = 1000;
 
 /// Creates `.agentfs/` and indexes the whole project into `stable.db`, honouring `.gitignore`
 /// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
+/// Moves a damaged `stable.db` (and its WAL and index) aside and opens a new, empty one.
+fn set_aside_damaged_index(project: &Project) -> Result<crate::store::stable::Stable> {
+    let db = project.agentfs().join("stable.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let from = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
+        if from.exists() {
+            let to = std::path::PathBuf::from(format!("{}.damaged{suffix}", db.display()));
+            std::fs::rename(&from, &to).map_err(|e| Error::io(&from, e))?;
+        }
+    }
+    project.stable()
+}
+
 pub fn init(project: &Project) -> Result<InitReport> {
     let agentfs = project.agentfs();
     project.refuse_lost_bin()?;
     project.state_dir(&agentfs)?;
-    let mut stable = project.stable()?;
+    let (mut stable, rebuilt) = match project.stable().and_then(|s| s.all().map(|_| s)) {
+        Ok(s) => (s, None),
+        Err(e @ (Error::Database { .. } | Error::Db(_))) => (set_aside_damaged_index(project)?, Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
     let previous: HashMap<String, Entry> = stable.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();
     let found = walk(&project.root);
     // Hash on two threads (the machines this targets have two cores).
     let entries = crate::par::map(&found, 2, "indexing", |(rel, md)| entry_from_disk(&project.root, rel, md, previous.get(rel)))?;
 
-    let mut report = InitReport::default();
+    let mut report = InitReport { rebuilt, ..Default::default() };
     let w = stable.writer()?;
     let mut written = 0u64;
     let mut seen = std::collections::HashSet::new();
