@@ -116,7 +116,12 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             }
             return i32::from(hits.is_empty());
         }
-        Output::Hunk(r) => outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state),
+        Output::Hunk(r) => {
+            if r.finished_interrupted {
+                errln!("cairn: finished the hunk accept a crash had interrupted (in {}); the hunk asked for now was not applied: list the hunks again (`cairn hunks {}`)", esc(&r.path), r.id);
+            }
+            outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state)
+        }
     }
     0
 }

@@ -122,3 +122,73 @@ fn without_cairn_up_the_mcp_server_reads_a_fresh_index() {
     wait_until(10, "the server to see the tree change", || m.call("list_dir", json!({"session": s["id"], "path": ""})) == json!(["later.txt", "new.txt"]));
     assert_eq!(m.call("read_file", json!({"session": s["id"], "path": "later.txt"})), "later\n");
 }
+
+/// No temporary file of Cairn's anywhere in the tree.
+fn temps(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == ".agentfs" || name == ".grail" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if name.ends_with(".cairn-tmp") {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn accept_hunk_killed_anywhere_then_rerun_lands_exactly_the_chosen_hunk() {
+    let original: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    let chosen: String = (1..=30).map(|i| if i == 15 { "line 15 CHANGED\n".to_string() } else { format!("line {i}\n") }).collect();
+    let f = Fixture::with_files(&[("src/f.txt", &original)]);
+    let script = "t = read_file('src/f.txt').replace('line 3\\n', 'line 3 CHANGED\\n').replace('line 15\\n', 'line 15 CHANGED\\n').replace('line 27\\n', 'line 27 CHANGED\\n')\nwrite_file('src/f.txt', t)\n";
+    let dir = tempfile::tempdir().unwrap();
+    // Syscalls that make state durable, but not the final report on stdout (killed there, the
+    // command had finished: a re-run is then a new request).
+    let points = "pwrite64,pwritev,fdatasync,fsync,ftruncate,unlink,unlinkat,rename,renameat,renameat2";
+    let accept = |id: &str, inject: Option<(usize, &Path)>| -> std::process::ExitStatus {
+        let mut c = match inject {
+            Some((n, log)) => {
+                let mut c = Command::new("strace");
+                c.args(["-f", "-qq", "-o"]).arg(log).arg("-e").arg(format!("trace={points}")).arg("-e").arg(format!("inject={points}:signal=KILL:when={n}")).arg(exe());
+                c
+            }
+            None => Command::new(exe()),
+        };
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(["accept-hunk", id, "src/f.txt", "2"]).env_remove("CAIRN_HOME").stdout(Stdio::null()).stderr(Stdio::null());
+        c.status().unwrap()
+    };
+    let mut landed = 0;
+    let mut n = 1;
+    loop {
+        f.write("src/f.txt", &original);
+        cairn::sync::init(&f.project()).unwrap();
+        let s = f.run_ok(script);
+        let status = accept(&s.id, Some((n, &dir.path().join(format!("{n}.log")))));
+        let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9);
+        if killed {
+            landed += 1;
+            // The re-run, as a user would type it again.
+            let again = accept(&s.id, None);
+            assert!(again.success(), "kill point {n}: the re-run failed");
+        }
+        assert_eq!(f.read_str("src/f.txt").unwrap(), chosen, "kill point {n}: not exactly the chosen hunk");
+        assert_eq!(temps(&f.root), Vec::<String>::new(), "kill point {n}: temporary files left");
+        let hunks = f.cairn(&["hunks", &s.id, "--json"]).ok().json();
+        assert_eq!(hunks["files"][0]["hunks"].as_array().map(|h| h.len()), Some(2), "kill point {n}: hunks 1 and 3 stay proposed: {hunks}");
+        f.cairn(&["reject", &s.id]).ok();
+        if !killed {
+            break;
+        }
+        n += 1;
+    }
+    eprintln!("accept-hunk: {landed} kills landed");
+    assert!(landed >= 25, "only {landed} kill points inside accept-hunk");
+}

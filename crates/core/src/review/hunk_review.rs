@@ -66,6 +66,9 @@ pub struct HunkReport {
     pub remaining: usize,
     /// The agent's state afterwards (accepted or rejected once nothing is left).
     pub state: State,
+    /// This call finished a hunk accept a crash had interrupted (that hunk, not the one asked
+    /// for now: ask again).
+    pub finished_interrupted: bool,
 }
 
 /// The reviewing agent's change of `path` holding `hunk`: its overlay and the change (current
@@ -128,6 +131,10 @@ fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
 /// accept: undo gives back the file as it was before the first hunk landed.
 pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
+    atomic::remove_temps(&project.root, crate::paths::parent(path))?;
+    if let Some(report) = finish_pending(project, id)? {
+        return Ok(report);
+    }
     let (overlay, change) = find_hunk(project, id, path, hunk)?;
     if in_conflict(&change, hunk) && !force {
         return Err(Error::Conflict { id: id.to_string(), conflicts: vec![format!("{path} (the hunk at line {})", hunk.old_start + 1)] });
@@ -143,21 +150,69 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
         old_in_base: false,
         new: Some((hash_bytes(&updated), mode)),
     };
+    // The choice is kept by content before anything lands: a re-run after a crash finishes
+    // this very hunk (numbers shift once it is in the file).
+    let pending = Pending { path: path.to_string(), updated: hash_bytes(&updated).to_vec(), mode, agent_new: hash_bytes(bytes(&change.new)).to_vec() };
+    overlay.kv_set(PENDING, &serde_json::to_string(&pending)?)?;
     project.bin()?.journal_hunk(id, &entry)?;
     atomic::write_atomic(&project.root, path, &updated, mode)?;
-    crate::sync::record_known(project, &[(path.to_string(), Some((hash_bytes(&updated), None)))])?;
-    if overlay.get(path)?.flatten().is_some_and(|(b, _)| b == updated) {
-        overlay.forget(path)?;
+    landed(project, id, overlay, &pending, &updated, bytes(&change.new))
+}
+
+/// The overlay key of a hunk accept under way.
+const PENDING: &str = "pending_hunk";
+
+/// A hunk accept under way: the file and what it becomes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Pending {
+    path: String,
+    /// Hash of the file with the hunk in.
+    updated: Vec<u8>,
+    mode: u32,
+    /// Hash of the agent's whole new version (what the proposal keeps).
+    agent_new: Vec<u8>,
+}
+
+/// The bookkeeping after a hunk is in the file: index, overlay, the decision, the agent.
+fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &[u8], agent_new: &[u8]) -> Result<HunkReport> {
+    crate::sync::record_known(project, &[(p.path.clone(), Some((hash_bytes(updated), None)))])?;
+    if overlay.get(&p.path)?.flatten().is_some_and(|(b, _)| b == updated) {
+        overlay.forget(&p.path)?;
     }
-    let remaining = hunks_between(&updated, bytes(&change.new)).len();
-    project.bin()?.decide_hunk(id, path, true)?;
+    let remaining = hunks_between(updated, agent_new).len();
+    project.bin()?.decide_hunk(id, &p.path, true)?;
+    overlay.kv_delete(PENDING)?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state })
+    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, state, finished_interrupted: false })
+}
+
+/// Finishes a hunk accept a crash interrupted (the very hunk chosen then, whatever is asked
+/// now): written already, only the bookkeeping is left; not written, it is dropped (the
+/// journal's row stays harmless: undo restores the same old content).
+fn finish_pending(project: &Project, id: &str) -> Result<Option<HunkReport>> {
+    let Some(overlay) = project.existing_overlay(id)? else { return Ok(None) };
+    let Some(p) = overlay.kv_get(PENDING)?.and_then(|j| serde_json::from_str::<Pending>(&j).ok()) else { return Ok(None) };
+    let current = crate::store::fsx::read(&project.root, &p.path)?;
+    match current {
+        Some((bytes_now, _)) if hash_bytes(&bytes_now).to_vec() == p.updated => {
+            let agent_new = overlay.get(&p.path)?.flatten().map(|(b, _)| b).unwrap_or_else(|| bytes_now.clone());
+            let mut report = landed(project, id, overlay, &p, &bytes_now, &agent_new)?;
+            report.finished_interrupted = true;
+            Ok(Some(report))
+        }
+        _ => {
+            overlay.kv_delete(PENDING)?;
+            Ok(None)
+        }
+    }
 }
 
 /// Drops one hunk from the agent's proposal for `path`; the project is not touched.
 pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
+    if let Some(report) = finish_pending(project, id)? {
+        return Ok(report);
+    }
     let (overlay, change) = find_hunk(project, id, path, hunk)?;
     let old = bytes(&change.old);
     let kept = drop_hunk(old, bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk not found in {path}")))?;
@@ -169,5 +224,5 @@ pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Resu
     let remaining = hunks_between(old, &kept).len();
     project.bin()?.decide_hunk(id, path, false)?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state })
+    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state, finished_interrupted: false })
 }

@@ -42,6 +42,11 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     if !damaged.is_empty() {
         return Err(Error::Overlay { id: id.to_string(), message: format!("undo refused, nothing restored: the journaled old contents of {} do not match their recorded hashes (the journal is damaged)", damaged.join(", ")) });
     }
+    // What a killed undo left half-written goes first (we hold the review lock).
+    let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
+    for dir in dirs {
+        atomic::remove_temps(&project.root, dir)?;
+    }
     let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
     let mut touched = Vec::new();
     for j in &journal {

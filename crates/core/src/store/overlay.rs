@@ -244,6 +244,12 @@ impl Overlay {
         Ok(st.query_row([key], |r| r.get(0)).optional()?)
     }
 
+    /// Removes a KV value (nothing when absent).
+    pub fn kv_delete(&self, key: &str) -> Result<()> {
+        self.conn.execute("DELETE FROM kv WHERE key = ?1", [key])?;
+        Ok(())
+    }
+
     /// Sets a KV value.
     pub fn kv_set(&self, key: &str, value: &str) -> Result<()> {
         self.conn.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?1, ?2)", [key, value])?;
