@@ -326,3 +326,29 @@ fn init_rebuilds_a_damaged_index_after_saying_so() {
     let s = f.run_ok("read_file('src/b.py')\n");
     assert_eq!(s.state.as_str(), "reviewing");
 }
+
+#[test]
+fn reject_after_an_interrupted_accept_leaves_no_new_directories() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    for round in 0..20 {
+        let s = f.run_ok("for j in range(300):\n    write_file('new/d%d/sub/f%03d.txt' % (j % 10, j), 'x' * 20000)\n");
+        let mut child = f.cmd().args(["accept", &s.id]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        wait_until(30, "accept progress", || f.root.join("new").exists() || matches!(child.try_wait(), Ok(Some(_))));
+        let _ = child.kill();
+        let _ = child.wait();
+        let json = f.cairn(&["status", &s.id, "--json"]).ok().json();
+        if json["accept_pending"] == true {
+            f.cairn(&["reject", &s.id]).ok();
+            assert!(!f.root.join("new").exists(), "round {round}: the accept's new directories are left");
+            assert_eq!(f.tree(), vec![("a.txt".to_string(), b"a\n".to_vec())]);
+            return;
+        }
+        if json["state"] == "accepted" {
+            f.cairn(&["undo", &s.id]).ok();
+            assert!(!f.root.join("new").exists(), "round {round}: undo left the new directories");
+        } else {
+            f.cairn(&["reject", &s.id]).ok();
+        }
+    }
+    panic!("no kill landed inside an accept in 20 rounds");
+}

@@ -24,16 +24,37 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
     let mut touched = Vec::new();
     for (j, cur) in journal.iter().zip(currents) {
         if cur == j.old.map(|o| o.0) {
+            if j.old.is_none() {
+                // Not written, but its directories may have been made ahead of it.
+                prune_empty_dirs(project, &j.path);
+            }
             continue;
         }
         match (&j.old, &j.old_content) {
             (Some((_, mode)), Some(content)) => atomic::write_atomic(&project.root, &j.path, content, *mode)?,
-            _ => fsx::remove(&project.root, &j.path)?,
+            _ => remove_new_file(project, &j.path)?,
         }
         touched.push(j.path.clone());
     }
     crate::sync::refresh(project, &touched)?;
     bin.abandon_accept(id)
+}
+
+/// Removes a file an accept created, and the directories it made for it (only empty ones:
+/// an rmdir never removes anything else). Undo and a rollback share it.
+pub(crate) fn remove_new_file(project: &Project, rel: &str) -> Result<()> {
+    fsx::remove(&project.root, rel)?;
+    prune_empty_dirs(project, rel);
+    Ok(())
+}
+
+/// Removes the empty directories above `rel`, deepest first, up to the first that is not.
+fn prune_empty_dirs(project: &Project, rel: &str) {
+    for dir in crate::paths::ancestors(rel).collect::<Vec<_>>().into_iter().rev() {
+        if std::fs::remove_dir(project.root.join(dir)).is_err() {
+            break;
+        }
+    }
 }
 
 /// The current hash of each journaled path, and the paths that hold neither the journal's old

@@ -5,7 +5,7 @@ use super::reject::journal_state;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
-use crate::store::{atomic, fsx};
+use crate::store::atomic;
 use serde::Serialize;
 
 /// What an undo restored.
@@ -56,14 +56,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
                 report.restored.push(j.path.clone());
             }
             _ => {
-                fsx::remove(&project.root, &j.path)?;
-                // The directories accept made for a new file go with it (only empty ones: an
-                // rmdir never removes anything else).
-                for dir in crate::paths::ancestors(&j.path).collect::<Vec<_>>().into_iter().rev() {
-                    if std::fs::remove_dir(project.root.join(dir)).is_err() {
-                        break;
-                    }
-                }
+                super::reject::remove_new_file(project, &j.path)?;
                 report.removed.push(j.path.clone());
             }
         }
