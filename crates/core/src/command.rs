@@ -185,7 +185,7 @@ pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
 /// Runs one command.
 pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
     match cmd {
-        Command::Init => Ok(Output::Init(sync::init(project)?)),
+        Command::Init => Ok(Output::Init(sync::init_rebuilding(project)?)),
         Command::Queue { reference, provider, priority, key } => {
             index::ensure_index(project)?;
             let rec = orchestrator::queue_once(project, &reference, provider, priority, key.as_deref())?;

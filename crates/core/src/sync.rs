@@ -75,8 +75,6 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
 /// (see [`crate::store::stable::Stable::checkpoint`]).
 const CHECKPOINT_AFTER: u64 = 1000;
 
-/// Creates `.agentfs/` and indexes the whole project into `stable.db`, honouring `.gitignore`
-/// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
 /// Moves a damaged `stable.db` (and its WAL and index) aside and opens a new, empty one.
 fn set_aside_damaged_index(project: &Project) -> Result<crate::store::stable::Stable> {
     let db = project.agentfs().join("stable.db");
@@ -90,13 +88,25 @@ fn set_aside_damaged_index(project: &Project) -> Result<crate::store::stable::St
     project.stable()
 }
 
+/// Creates `.agentfs/` and indexes the whole project into `stable.db`, honouring `.gitignore`
+/// and skipping [`paths::ALWAYS_SKIPPED`]. Safe to run again: unchanged files are not re-read.
 pub fn init(project: &Project) -> Result<InitReport> {
+    init_with(project, false)
+}
+
+/// `cairn init`: [`init`], and a damaged index is set aside and rebuilt (the report says so)
+/// instead of refused. Everything else that indexes refuses it, naming the file.
+pub fn init_rebuilding(project: &Project) -> Result<InitReport> {
+    init_with(project, true)
+}
+
+fn init_with(project: &Project, rebuild: bool) -> Result<InitReport> {
     let agentfs = project.agentfs();
     project.refuse_lost_bin()?;
     project.state_dir(&agentfs)?;
     let (mut stable, rebuilt) = match project.stable().and_then(|s| s.all().map(|_| s)) {
         Ok(s) => (s, None),
-        Err(e @ (Error::Database { .. } | Error::Db(_))) => (set_aside_damaged_index(project)?, Some(e.to_string())),
+        Err(e @ (Error::Database { .. } | Error::Db(_))) if rebuild => (set_aside_damaged_index(project)?, Some(e.to_string())),
         Err(e) => return Err(e),
     };
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
