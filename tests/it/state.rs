@@ -352,3 +352,21 @@ fn reject_after_an_interrupted_accept_leaves_no_new_directories() {
     }
     panic!("no kill landed inside an accept in 20 rounds");
 }
+
+#[test]
+fn an_agent_path_that_is_a_symlink_is_refused_honestly() {
+    let f = Fixture::with_files(&[("target.txt", "t\n")]);
+    std::os::unix::fs::symlink("target.txt", f.root.join("link.txt")).unwrap();
+    let s = f.run_ok("write_file('link.txt', 'agent\\n')\n");
+    for args in [vec!["accept", &s.id], vec!["accept", &s.id, "--force"]] {
+        let r = f.cairn(&args);
+        assert_ne!(r.code, 0, "{r:?}");
+        assert!(r.stderr.contains("\"link.txt\" is a symbolic link") && !r.stderr.contains("--force overwrites"), "{r:?}");
+    }
+    assert_eq!(std::fs::read_link(f.root.join("link.txt")).unwrap(), std::path::PathBuf::from("target.txt"));
+    assert_eq!(f.read_str("target.txt").unwrap(), "t\n", "nothing was written through the link");
+    // Replaced by a regular file, the proposal lands.
+    std::fs::remove_file(f.root.join("link.txt")).unwrap();
+    f.cairn(&["accept", &s.id, "--force"]).ok();
+    assert_eq!(f.read_str("link.txt").unwrap(), "agent\n");
+}

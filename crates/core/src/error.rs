@@ -39,6 +39,10 @@ pub enum Error {
     /// control characters); `rule` says which rule refused it.
     #[error("protected path {path:?}: {rule}")]
     ProtectedPath { path: String, rule: &'static str },
+    /// A path the proposal writes is a symbolic link or a special file in the project:
+    /// Cairn never writes through or over one.
+    #[error("{path:?} is {what} in the project: cairn never writes through or over one")]
+    NotAFile { path: String, what: &'static str },
     /// A bad value or file in the configuration.
     #[error("config: {0}")]
     Config(String),
@@ -124,6 +128,7 @@ impl Error {
             Error::EditedSinceAccept { .. } => "edited_since_accept",
             Error::InvalidPath(_) => "invalid_path",
             Error::ProtectedPath { .. } => "protected_path",
+            Error::NotAFile { .. } => "not_a_file",
             Error::Config(_) => "config",
             Error::UnknownTask(_) => "unknown_task",
             Error::TaskRefused { .. } => "task_refused",
@@ -164,6 +169,7 @@ impl Error {
             Error::EditedSinceAccept { .. } => "revert or commit your edits to those paths first".into(),
             Error::InvalidPath(_) => "paths are project-relative; they may not leave the project".into(),
             Error::ProtectedPath { .. } => "reject this agent: its proposal writes where agents may not".into(),
+            Error::NotAFile { path, .. } => format!("replace {path} with a regular file (or remove it) and accept again, or reject the agent; --force does not write over it"),
             Error::Config(_) => "see `:help cairn-config` or doc/cairn.txt for every key".into(),
             Error::UnknownTask(_) => "`cairn task list` shows every task".into(),
             Error::TaskRefused { task, .. } => format!("`cairn task show {task}` shows its deps, checks and status"),
@@ -207,6 +213,7 @@ mod tests {
             Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
             Error::InvalidPath(_) => (1, "invalid_path"),
             Error::ProtectedPath { .. } => (1, "protected_path"),
+            Error::NotAFile { .. } => (1, "not_a_file"),
             Error::Config(_) => (1, "config"),
             Error::UnknownTask(_) => (1, "unknown_task"),
             Error::TaskRefused { .. } => (1, "task_refused"),
@@ -243,6 +250,7 @@ mod tests {
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::InvalidPath(s()),
             Error::ProtectedPath { path: s(), rule: "r" },
+            Error::NotAFile { path: s(), what: "a symbolic link" },
             Error::Config(s()),
             Error::UnknownTask(s()),
             Error::TaskRefused { task: s(), message: s() },

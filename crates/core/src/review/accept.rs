@@ -117,6 +117,19 @@ pub(crate) fn refuse_unsafe_path(project: &Project, rel: &str) -> Result<()> {
     if crate::paths::normalize(rel, &project.root)? != rel || crate::paths::has_skipped_component(rel) {
         return Err(Error::InvalidPath(rel.to_string()));
     }
+    if let Some(st) = fsx::stat_nofollow(&project.root, rel)? {
+        use rustix::fs::FileType;
+        let what = match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Directory => None,
+            FileType::Symlink => Some("a symbolic link"),
+            FileType::Fifo => Some("a FIFO"),
+            FileType::Socket => Some("a socket"),
+            _ => Some("a device"),
+        };
+        if let Some(what) = what {
+            return Err(Error::NotAFile { path: rel.to_string(), what });
+        }
+    }
     Ok(())
 }
 

@@ -160,7 +160,7 @@ pub fn stamp(root: &Path, rel: &str) -> Result<Option<Stamp>> {
 }
 
 /// The status of whatever is at `rel` (not following a symlink there), `None` when nothing is.
-fn stat_nofollow(root: &Path, rel: &str) -> Result<Option<rfs::Stat>> {
+pub fn stat_nofollow(root: &Path, rel: &str) -> Result<Option<rfs::Stat>> {
     let (dir, name) = split(rel);
     let dfd = match open_dir(root, dir, false) {
         Ok(d) => d,
