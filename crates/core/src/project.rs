@@ -235,8 +235,16 @@ impl Project {
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
+        // Folded first, the database is one file: a kill between the renames below cannot
+        // part it from commits still in its WAL. (If the fold cannot run, the WAL moves too.)
+        if let Ok(o) = Overlay::open_existing(&from) {
+            o.fold();
+        }
         let _ = std::fs::remove_file(format!("{}-shm", from.display()));
         let wal = crate::store::wal_of(&from);
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&wal);
+        }
         if wal.exists() {
             std::fs::rename(&wal, crate::store::wal_of(to)).map_err(|e| Error::io(&wal, e))?;
         }
