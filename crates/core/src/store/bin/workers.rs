@@ -120,4 +120,20 @@ impl Bin {
         let rows = st.query_map([crate::lifecycle::Provider::Wrap.as_str(), State::Executing.as_str()], super::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows.into_iter().filter(|r| !r.worker.is_some_and(alive)).map(|r| r.id).collect())
     }
+
+    /// Agent `id` (generating or executing) back to the queue, its worker released: a run
+    /// that failed for want of a resource (file descriptors) rather than by its own doing.
+    pub fn requeue(&mut self, id: &str, why: &str) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = crate::time::now_ms();
+        let n = tx.execute(
+            &format!("UPDATE agents SET state = ?3, worker_pid = NULL, worker_start = NULL, state_changed_ms = ?2 WHERE id = ?1 AND state IN ({})", sql_states(State::is_running)),
+            params![id, now, State::Queued.as_str()],
+        )?;
+        if n == 1 {
+            super::insert_event(&tx, id, State::Queued, &crate::events::EventKind::Requeued { message: why.to_string() })?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
 }
