@@ -78,7 +78,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
     let home = opts.home.clone().unwrap_or_else(|| PathBuf::from("/root"));
-    let expand = |list: &[String]| list.iter().map(|p| expand(p, &home)).collect::<Vec<_>>();
+    let expand = |list: &[String]| list.iter().map(|p| runbox::expand(p, &home, &project.root)).collect::<Vec<_>>();
     let req = runbox::wrap::Request {
         argv: &opts.argv,
         cwd: &opts.cwd,
@@ -96,8 +96,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let exit = match exit {
         Ok(exit) => exit,
         Err(e) => {
-            // Nothing ran: the agent ends as it was (a new one is rejected, a resumed one goes
-            // back to review).
+            // Nothing ran: the proposal goes (back) to review as it was, saying why.
             let _ = finish(project, agent, &staged, &dir, &mut seen, "the wrap session could not start");
             return Err(e);
         }
@@ -197,14 +196,6 @@ fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {
         }
     }
     Ok(out)
-}
-
-/// `~` → home.
-fn expand(p: &str, home: &Path) -> PathBuf {
-    match p.strip_prefix('~') {
-        Some(rest) => home.join(rest.trim_start_matches('/')),
-        None => PathBuf::from(p),
-    }
 }
 
 /// A path whose last component ends in `*` (`~/.aider*`): the matching entries of its

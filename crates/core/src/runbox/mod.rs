@@ -187,8 +187,8 @@ pub(super) fn workspace_paths(project: &Project, cwd: &str) -> Result<(Vec<PathB
     Ok((masks, cwd))
 }
 
-/// `~` → home, relative → under the project.
-fn expand(p: &str, home: &Path, root: &Path) -> PathBuf {
+/// `~` → home, relative → under the project (`[run] read_paths`, `[wrap]` lists).
+pub(crate) fn expand(p: &str, home: &Path, root: &Path) -> PathBuf {
     match p.strip_prefix('~') {
         Some(rest) => home.join(rest.trim_start_matches('/')),
         None if Path::new(p).is_absolute() => PathBuf::from(p),

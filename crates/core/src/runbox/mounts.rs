@@ -55,6 +55,12 @@ pub(super) fn clone_tree(path: &Path, recursive: bool) -> Result<OwnedFd, String
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Detached copies of the host paths that exist among `paths`, each with whether it is a
+/// directory (known only now: once masked, the path is gone).
+fn clone_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool, OwnedFd)>, String> {
+    paths.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect()
+}
+
 /// Attaches a detached tree at `target`.
 #[allow(unsafe_code)]
 fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
@@ -128,10 +134,9 @@ pub(super) fn build(spec: &Spec) -> Result<OwnedFd, String> {
     mount("overlay", &merged, "overlay", 0, Some(&opts)).map_err(|e| format!("copy-on-write workspace (overlayfs in a user namespace): {e}"))?;
     let upper = std::fs::File::open(rw.join("upper")).map_err(|e| format!("upper layer: {e}"))?;
     let workspace = clone_tree(&merged, false)?;
-    // Whether each is a directory is known only now: once masked, the path is gone.
-    let reads: Vec<(PathBuf, bool, OwnedFd)> = spec.read_paths.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect::<Result<_, _>>()?;
-    let writable: Vec<(PathBuf, bool, OwnedFd)> = match &spec.wrap {
-        Some(w) => w.writable.iter().filter(|p| p.exists()).map(|p| clone_tree(p, true).map(|t| (p.clone(), p.is_dir(), t))).collect::<Result<_, _>>()?,
+    let reads = clone_all(&spec.read_paths)?;
+    let writable = match &spec.wrap {
+        Some(w) => clone_all(&w.writable)?,
         None => Vec::new(),
     };
     // A wrap session keeps the user's terminal: the host's pseudo-terminals stay visible.

@@ -177,9 +177,10 @@ fn complete(project: &Project, actor: &str, mut s: SessionRow) -> Result<Session
 pub fn recover(project: &Project) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let flow = Flow::of(project);
-    for s in project.bin()?.session_list(None)? {
-        let state = project.bin()?.get(&s.agent)?.state;
-        let task_behind = s.status == "finished" && project.bin()?.task_get(&s.task)?.status == flow.working();
+    let bin = project.bin()?;
+    for s in bin.session_list(None)? {
+        let state = bin.get(&s.agent)?.state;
+        let task_behind = s.status == "finished" && bin.task_get(&s.task)?.status == flow.working();
         let stuck = state == State::Submitting || (state == State::Reviewing && s.status == "active") || task_behind;
         if !stuck {
             continue;

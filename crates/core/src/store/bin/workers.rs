@@ -105,11 +105,10 @@ impl Bin {
         if rec.provider != crate::lifecycle::Provider::Wrap || !resumable || rec.accept_pending {
             return Err(crate::Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "wrap --agent (a wrap session's proposal, reviewing)".into() });
         }
-        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
         if rec.state == State::Reviewing {
             apply_transition(&tx, id, State::Executing, &TransitionExtra { message: Some("wrap resumed"), ..Default::default() })?;
-            tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
         }
+        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
         tx.commit()?;
         Ok(())
     }
