@@ -194,8 +194,14 @@ fn an_unreadable_file_does_not_drop_the_batch() {
         indexed(&f).contains(&"probe.txt".to_string())
     });
     std::fs::create_dir(f.root.join("batch")).unwrap();
-    f.write("batch/noread.txt", "secret");
-    std::fs::set_permissions(f.root.join("batch/noread.txt"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Created unreadable (mode 000 from the open on), so the watcher never sees a readable moment.
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut w = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o000).open(f.root.join("batch/noread.txt")).unwrap();
+        w.write_all(b"secret").unwrap();
+    }
+    assert_eq!(std::fs::metadata(f.root.join("batch/noread.txt")).unwrap().permissions().mode() & 0o777, 0);
     for i in 0..300 {
         f.write(&format!("batch/f{i:03}.txt"), format!("{i}"));
     }
