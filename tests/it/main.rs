@@ -24,6 +24,7 @@ mod sandbox;
 mod sessions;
 mod sessions_kill;
 mod signals;
+mod stall;
 mod state;
 mod tasks;
 mod watcher;
