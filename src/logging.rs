@@ -13,5 +13,20 @@ pub fn init(home: &Path, verbose: bool) {
     let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("cairn.log")) else { return };
     let default = if verbose { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(file)).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(Quiet(file))).try_init();
+}
+
+/// The log file, whose write errors (a full disk) are dropped: the log is a help, and the
+/// command's own error, printed once, is what the user must see.
+struct Quiet(std::fs::File);
+
+impl std::io::Write for Quiet {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(self.0.write(buf).unwrap_or(buf.len()))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
 }

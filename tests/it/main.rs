@@ -11,6 +11,7 @@ mod corpus;
 mod crash;
 mod events;
 mod externals;
+mod full_disk;
 mod hashline;
 mod invariants;
 mod library;

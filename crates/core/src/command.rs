@@ -201,8 +201,10 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::ListAgents { all } => {
             // Any cairn process notices a dead worker: its agent is re-queued (or errored),
             // and a wrap session whose `cairn wrap` died keeps what it wrote, for review.
-            crate::orchestrator::recover(project)?;
-            crate::wrap::recover(project)?;
+            // Listing never fails for want of a write (a full disk): recovery waits for later.
+            if let Err(e) = crate::orchestrator::recover(project).and_then(|_| crate::wrap::recover(project)) {
+                tracing::warn!("recovery deferred: {e}");
+            }
             let recs = project.bin()?.list(all)?;
             let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
             Ok(Output::Agents { agents })

@@ -1,0 +1,53 @@
+//! A full disk (a small tmpfs in a private mount namespace holds the project and CAIRN_HOME):
+//! reads keep working, a write fails with one clear error and no logger noise, nothing is lost.
+
+use crate::support::*;
+use std::process::Command;
+
+#[test]
+fn a_full_disk_keeps_reads_working_and_errors_print_once() {
+    let t = tempfile::tempdir().unwrap();
+    let disk = t.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let script = r#"
+set -u
+mount -t tmpfs -o size=4m tmpfs "$D" || exit 90
+mkdir "$D/p" "$D/home" && cd "$D/p" && echo a > a.txt && git init -q . 2>/dev/null
+c() { "$CAIRN" --project-root "$D/p" --cairn-home "$D/home" "$@"; }
+c init >/dev/null || exit 91
+id=$(c run --provider inline "write_file('a.txt', 'b\n')") || exit 92
+echo "id=$id"
+dd if=/dev/zero of="$D/fill" bs=16k 2>/dev/null
+echo "== list"
+c list-agents; echo "rc=$?"
+echo "== run"
+c run --provider inline "write_file('c.txt', 'c\n')" 2>&1; echo "rc=$?"
+echo "== status"
+c status "$id" 2>&1; echo "rc=$?"
+rm -f "$D/fill"
+echo "== after"
+c diff "$id" 2>&1; echo "rc=$?"
+"#;
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", script])
+        .env("D", &disk)
+        .env("CAIRN", exe())
+        .env_remove("CAIRN_HOME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(90), "no tmpfs in a user namespace here: {text}");
+    let id = text.lines().find_map(|l| l.strip_prefix("id=")).unwrap_or_else(|| panic!("no agent: {text}")).trim().to_string();
+    let part = |name: &str| text.split(&format!("== {name}\n")).nth(1).and_then(|r| r.split("\n== ").next()).unwrap_or("").to_string();
+    let list = part("list");
+    assert!(list.contains(&id) && list.contains("rc=0"), "list-agents on a full disk: {list}");
+    let run = part("run");
+    assert!(!run.contains("rc=0"), "a run on a full disk claimed success: {run}");
+    assert!(!run.contains("tracing"), "logger noise: {run}");
+    let errs = run.lines().filter(|l| l.contains("error")).count();
+    assert_eq!(errs, 1, "the error is printed once: {run}");
+    assert!(run.to_lowercase().contains("space") || run.to_lowercase().contains("full"), "the error says the disk is full: {run}");
+    assert!(part("status").contains("reviewing"), "status on a full disk: {text}");
+    let after = part("after");
+    assert!(after.contains("+b") && after.contains("rc=0"), "the proposal survived: {after}");
+}
