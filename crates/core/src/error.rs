@@ -111,6 +111,20 @@ pub enum Error {
 }
 
 impl Error {
+    /// Did this come from running out of file descriptors (EMFILE, ENFILE)? Such a failure
+    /// is not lasting: the work is retried, never lost.
+    pub fn out_of_descriptors(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)),
+            // SQLite says only "unable to open" when it gets no descriptor for a file that is there.
+            Error::Database { path, message } if message.contains("unable to open database file") && path.exists() => true,
+            other => {
+                let text = other.to_string();
+                text.contains("Too many open files") || text.contains("os error 24") || text.contains("os error 23")
+            }
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }

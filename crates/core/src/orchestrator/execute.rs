@@ -34,7 +34,7 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
             let mut bin = project.bin()?;
             bin.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() })
         }
-        Err(Failure::Host(e)) if out_of_descriptors(&e) => {
+        Err(Failure::Host(e)) if e.out_of_descriptors() => {
             // Not the agent's fault and not lasting: it goes back to the queue (said in its
             // events) and runs again once descriptors are free; this worker backs off first.
             tracing::warn!(agent = %id, "re-queued: {e}");
@@ -48,19 +48,6 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
             let msg = e.to_string();
             let _ = project.bin()?.transition(&id, State::Errored, "error", TransitionExtra { error: Some((ErrorKind::Host, &msg)), ..Default::default() });
             Err(e)
-        }
-    }
-}
-
-/// Did `e` come from running out of file descriptors (EMFILE, ENFILE)?
-fn out_of_descriptors(e: &Error) -> bool {
-    match e {
-        Error::Io { source, .. } => matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)),
-        // SQLite says only "unable to open" when it gets no descriptor for a file that is there.
-        Error::Database { path, message } if message.contains("unable to open database file") && path.exists() => true,
-        other => {
-            let text = other.to_string();
-            text.contains("Too many open files") || text.contains("os error 24") || text.contains("os error 23")
         }
     }
 }

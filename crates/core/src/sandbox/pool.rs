@@ -70,6 +70,9 @@ impl Pool {
             }
             match zygote.as_ref().map(Zygote::fork) {
                 Some(Ok(child)) => return Ok(child),
+                // A shortage of descriptors here is not the zygote's fault: replacing it would
+                // kill the runs it forked (they die with it). The run waits and is retried.
+                Some(Err(e)) if e.out_of_descriptors() => return Err(e),
                 Some(Err(e)) => tracing::warn!("sandbox zygote: {e}; starting another"),
                 None => break,
             }

@@ -71,6 +71,11 @@ impl Zygote {
         if got.bytes == 0 {
             return Err(Error::Sandbox("zygote: it is gone".into()));
         }
+        if got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
+            // The kernel dropped the pidfd for want of a descriptor here; the child, without
+            // its stdin, ends by itself.
+            return Err(Error::Sandbox("zygote: answer: Too many open files (its pidfd was dropped)".into()));
+        }
         let mut pidfd: Option<OwnedFd> = None;
         for msg in cmsg.drain() {
             if let RecvAncillaryMessage::ScmRights(mut fds) = msg {

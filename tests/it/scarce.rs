@@ -1,5 +1,6 @@
-//! A full disk (a small tmpfs in a private mount namespace holds the project and CAIRN_HOME):
-//! reads keep working, a write fails with one clear error and no logger noise, nothing is lost.
+//! Scarce resources. A full disk (a small tmpfs in a private mount namespace holds the project
+//! and CAIRN_HOME): reads keep working, a write fails with one clear error and no logger noise,
+//! nothing is lost. Too few file descriptors (`ulimit -n 64`): no agent is lost to it.
 
 use crate::support::*;
 use std::process::Command;
@@ -50,4 +51,26 @@ c diff "$id" 2>&1; echo "rc=$?"
     assert!(part("status").contains("reviewing"), "status on a full disk: {text}");
     let after = part("after");
     assert!(after.contains("+b") && after.contains("rc=0"), "the proposal survived: {after}");
+}
+
+/// `cairn up` under `ulimit -n 64` with 16 agents queued: every one ends reviewing (runs that
+/// found no descriptor went back to the queue), none errored, none crashed.
+#[test]
+fn too_few_descriptors_lose_no_agent() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    for i in 0..16 {
+        f.cairn(&["queue", "--provider", "inline", &format!("write_file('f{i}.txt', '{i}\\n')")]).ok();
+    }
+    let mut up = Command::new("sh");
+    up.args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""]).arg(exe()).arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).arg("up");
+    let _up = Up { child: up.env_remove("CAIRN_HOME").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap() };
+    let states = || -> Vec<String> {
+        let out = f.cairn(&["list-agents", "--all", "--json"]).ok().json();
+        out.as_array().unwrap().iter().map(|a| format!("{} {}", a["state"].as_str().unwrap_or(""), a["error"].as_str().unwrap_or(""))).collect()
+    };
+    wait_until(120, "every agent to leave the queue", || states().iter().all(|s| !s.starts_with("queued") && !s.starts_with("executing")));
+    let s = states();
+    assert_eq!(s.len(), 16, "{s:?}");
+    assert!(s.iter().all(|x| x.starts_with("reviewing")), "agents lost to a shortage of descriptors: {s:?}");
 }
