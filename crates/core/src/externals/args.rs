@@ -18,6 +18,15 @@ pub(super) fn str_arg(args: &[Value], kwargs: &Map<String, Value>, i: usize, nam
     }
 }
 
+/// A non-negative `int` argument, or `default` when absent or None.
+pub(super) fn int_arg(args: &[Value], kwargs: &Map<String, Value>, i: usize, name: &str, default: u64) -> Result<u64, CallError> {
+    match arg(args, kwargs, i, name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(default)),
+        Some(other) => Err(raise("TypeError", format!("{name} must be a non-negative int, not {}", type_name(other)))),
+    }
+}
+
 /// The Python type name of a JSON value.
 pub(super) fn type_name(v: &Value) -> &'static str {
     match v {

@@ -13,11 +13,14 @@ pub const MAX_WRITE_FILE_BYTES: usize = 10 * 1024 * 1024;
 /// Largest file `read_file` returns (and `search_content` looks into), in bytes; a larger file
 /// is never read, only its size looked at.
 pub const MAX_READ_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Deepest and largest listing of one `list_dir` call with a depth.
+pub const MAX_TREE_DEPTH: u64 = 8;
+pub const MAX_TREE_ENTRIES: usize = 5_000;
 /// Bytes one run may read through `read_file` and `search_content` together.
 pub const MAX_READ_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Refuses a write or delete of a protected path, naming the path and the rule.
-fn refuse_protected(rel: &str) -> Result<(), CallError> {
+pub(super) fn refuse_protected(rel: &str) -> Result<(), CallError> {
     match paths::protected(rel) {
         Some(rule) => Err(raise("PermissionError", format!("{rel:?} is protected: {rule}"))),
         None => Ok(()),
@@ -141,12 +144,43 @@ impl Host<'_> {
         Ok(Value::Bool(true))
     }
 
-    pub(super) fn list_dir(&self, rel: &str) -> Result<Value, CallError> {
+    /// `list_dir(path)`: names. With `depth` > 1 or `sizes`: entries `{path, type, size?}`
+    /// down to `depth` levels (paths relative to `rel`), at most [`MAX_TREE_ENTRIES`].
+    pub(super) fn list_dir(&self, rel: &str, depth: u64, sizes: bool) -> Result<Value, CallError> {
+        if self.view.node(rel)? == Node::Dir && (depth > 1 || sizes) {
+            let mut out = Vec::new();
+            self.tree(rel, "", depth.min(MAX_TREE_DEPTH), sizes, &mut out)?;
+            return Ok(Value::Array(out));
+        }
         match self.view.node(rel)? {
             Node::Dir => Ok(json!(self.view.list_dir(rel)?)),
             Node::File => Err(raise("NotADirectoryError", format!("not a directory: {rel}"))),
             Node::Absent => Err(raise("FileNotFoundError", format!("no such directory: {rel}"))),
         }
+    }
+
+    fn tree(&self, dir: &str, shown: &str, depth: u64, sizes: bool, out: &mut Vec<Value>) -> Result<(), CallError> {
+        for name in self.view.list_dir(dir)? {
+            if out.len() >= MAX_TREE_ENTRIES {
+                out.push(json!({ "path": "…", "type": "truncated" }));
+                return Ok(());
+            }
+            let is_dir = name.ends_with('/');
+            let name = name.trim_end_matches('/');
+            let (full, path) = (if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }, if shown.is_empty() { name.to_string() } else { format!("{shown}/{name}") });
+            let mut e = json!({ "path": path, "type": if is_dir { "dir" } else { "file" } });
+            if sizes && !is_dir {
+                e["size"] = json!(match self.view.read_capped(&full, 0)? {
+                    Some(Capped::TooLarge(n)) => n,
+                    _ => 0,
+                });
+            }
+            out.push(e);
+            if is_dir && depth > 1 {
+                self.tree(&full, &path, depth - 1, sizes, out)?;
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn file_exists(&self, rel: &str) -> Result<Value, CallError> {

@@ -7,9 +7,11 @@
 //! installs, the pre-flight check's known names, the LLM prompt and the docs' drift test.
 //! - [`args`]: reading and describing call arguments;
 //! - [`files`]: read, write, delete, list and test files;
+//! - [`edit`]: edit by old/new text, move;
 //! - [`search`]: glob and regex search.
 
 mod args;
+mod edit;
 mod files;
 mod search;
 mod written;
@@ -28,6 +30,7 @@ use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+pub use edit::MAX_EDITS;
 pub use files::MAX_WRITE_FILE_BYTES;
 pub use search::{MAX_SEARCH_RESULTS, SEARCH_DEADLINE};
 
@@ -37,6 +40,8 @@ closed_set! {
         ReadFile = "read_file",
         WriteFile = "write_file",
         EditLines = "edit_lines",
+        EditFile = "edit_file",
+        MoveFile = "move_file",
         DeleteFile = "delete_file",
         ListDir = "list_dir",
         FileExists = "file_exists",
@@ -55,11 +60,13 @@ impl External {
             External::ReadFile => "read_file(path: str, tagged: bool = False) -> str",
             External::WriteFile => "write_file(path: str, content: str) -> bool",
             External::EditLines => "edit_lines(path: str, ops: list[dict]) -> dict",
+            External::EditFile => "edit_file(path: str, edits: list[dict], dry_run: bool = False) -> dict",
+            External::MoveFile => "move_file(src: str, dst: str) -> dict",
             External::DeleteFile => "delete_file(path: str) -> bool",
-            External::ListDir => "list_dir(path: str = \".\") -> list[str]",
+            External::ListDir => "list_dir(path: str = \".\", depth: int = 1, sizes: bool = False) -> list",
             External::FileExists => "file_exists(path: str) -> bool",
             External::SearchFiles => "search_files(pattern: str) -> list[str]",
-            External::SearchContent => "search_content(pattern: str, path: str = \".\") -> list[dict]",
+            External::SearchContent => "search_content(pattern: str, path: str = \".\", glob: str = None, ignore_case: bool = False, context: int = 0, max_results: int = 10000) -> list[dict]",
             External::AskLlm => "ask_llm(prompt: str, context: str = \"\") -> str",
             External::SubmitResult => "submit_result(summary: str, changed_files: list[str]) -> bool",
             External::Log => "log(message: str) -> bool",
@@ -72,11 +79,13 @@ impl External {
             External::ReadFile => "the file's text (tagged: each line as 'N:hash|text'); FileNotFoundError if missing, ValueError if binary",
             External::WriteFile => "create or replace a file (parent directories are implied)",
             External::EditLines => "edit lines by tag from a tagged read: ops {op: replace|insert_after|delete, tag, end?, lines?}; a stale tag raises ValueError and changes nothing",
+            External::EditFile => "replace text: edits {old_text, new_text, replace_all?}, each old_text found exactly once (or every time with replace_all); all apply or none; returns {path, diff}",
+            External::MoveFile => "rename a file (dst must not exist); the review shows a rename",
             External::DeleteFile => "delete a file",
-            External::ListDir => "sorted names, directories end with '/'",
+            External::ListDir => "sorted names, directories end with '/'; with depth > 1 or sizes: dicts {path, type, size?} down the tree",
             External::FileExists => "does a file or directory exist",
             External::SearchFiles => "glob over the project ('**' crosses directories, '*' does not)",
-            External::SearchContent => "regex search, dicts with file, line (1-based), text",
+            External::SearchContent => "regex search, dicts with file, line (1-based), text (and before/after with context); glob filters files",
             External::AskLlm => "ask a language model a question",
             External::SubmitResult => "call once at the end",
             External::Log => "a line in the agent's run log",
@@ -276,17 +285,39 @@ impl<'a> Host<'a> {
                 let rel = self.path_arg(args, kwargs, 0, "path", None)?;
                 self.edit_lines(&rel, arg(args, kwargs, 1, "ops"))
             }
+            External::EditFile => {
+                let rel = self.path_arg(args, kwargs, 0, "path", None)?;
+                let dry_run = edit::flag(args, kwargs, 2, "dry_run")?;
+                self.edit_file(&rel, arg(args, kwargs, 1, "edits"), dry_run)
+            }
+            External::MoveFile => {
+                let src = self.path_arg(args, kwargs, 0, "src", None)?;
+                let dst = self.path_arg(args, kwargs, 1, "dst", None)?;
+                self.move_file(&src, &dst)
+            }
             External::WriteFile => {
                 let rel = self.path_arg(args, kwargs, 0, "path", None)?;
                 self.write_file(&rel, &str_arg(args, kwargs, 1, "content", None)?)
             }
             External::DeleteFile => self.delete_file(&self.path_arg(args, kwargs, 0, "path", None)?),
-            External::ListDir => self.list_dir(&self.path_arg(args, kwargs, 0, "path", Some("."))?),
+            External::ListDir => {
+                let depth = args::int_arg(args, kwargs, 1, "depth", 1)?;
+                self.list_dir(&self.path_arg(args, kwargs, 0, "path", Some("."))?, depth, edit::flag(args, kwargs, 2, "sizes")?)
+            }
             External::FileExists => self.file_exists(&self.path_arg(args, kwargs, 0, "path", None)?),
             External::SearchFiles => self.search_files(&str_arg(args, kwargs, 0, "pattern", None)?),
             External::SearchContent => {
+                let options = search::Options {
+                    glob: match arg(args, kwargs, 2, "glob") {
+                        None | Some(Value::Null) => None,
+                        Some(_) => Some(str_arg(args, kwargs, 2, "glob", None)?),
+                    },
+                    ignore_case: edit::flag(args, kwargs, 3, "ignore_case")?,
+                    context: args::int_arg(args, kwargs, 4, "context", 0)?.min(20) as usize,
+                    max_results: args::int_arg(args, kwargs, 5, "max_results", MAX_SEARCH_RESULTS as u64)? as usize,
+                };
                 let pattern = str_arg(args, kwargs, 0, "pattern", None)?;
-                self.search_content(&pattern, &self.path_arg(args, kwargs, 1, "path", Some("."))?)
+                self.search_content(&pattern, &self.path_arg(args, kwargs, 1, "path", Some("."))?, &options)
             }
             External::AskLlm => {
                 let prompt = str_arg(args, kwargs, 0, "prompt", None)?;

@@ -204,8 +204,23 @@ fn rebase(project: &Project, c: &Changed, base_content: Option<&[u8]>, current: 
 /// hide a line, and a NUL does not turn a text change into "Binary files differ".
 pub fn unified(changes: &[FileChange]) -> String {
     let mut out = String::new();
-    for c in changes {
+    let renames = renames(changes);
+    for (i, c) in changes.iter().enumerate() {
+        if renames.iter().any(|r| r.0 == i) {
+            continue;
+        }
         let path = crate::display::escape_line(&c.path);
+        if let Some(&(from, _, pct)) = renames.iter().find(|r| r.1 == i) {
+            let old = &changes[from];
+            let was = crate::display::escape_line(&old.path);
+            let _ = writeln!(out, "diff --git a/{was} b/{path}\nsimilarity index {pct}%\nrename from {was}\nrename to {path}");
+            let (a, b) = (String::from_utf8_lossy(old.old.as_deref().unwrap_or_default()), String::from_utf8_lossy(c.new.as_deref().unwrap_or_default()));
+            if a != b {
+                let text = similar::TextDiff::from_lines(a.as_ref(), b.as_ref()).unified_diff().context_radius(3).header(&format!("a/{was}"), &format!("b/{path}")).to_string();
+                out.push_str(&crate::display::escape(&text));
+            }
+            continue;
+        }
         let _ = writeln!(out, "diff --git a/{path} b/{path}");
         match c.kind {
             ChangeKind::Added => {
@@ -244,6 +259,32 @@ pub fn unified(changes: &[FileChange]) -> String {
         let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
         let text = diff.unified_diff().context_radius(3).header(&a, &b).to_string();
         out.push_str(&crate::display::escape(&text));
+    }
+    out
+}
+
+/// Renames, as git finds them: a deleted and an added text file of the same mode whose
+/// contents are the same or at least half alike, as (deleted index, added index, similarity %).
+fn renames(changes: &[FileChange]) -> Vec<(usize, usize, u32)> {
+    const MOST: usize = 64;
+    let pick = |k: ChangeKind| changes.iter().enumerate().filter(move |(_, c)| c.kind == k && !c.binary && !c.conflicted() && c.runs_by_itself.is_none()).take(MOST);
+    let mut out: Vec<(usize, usize, u32)> = Vec::new();
+    for (d, del) in pick(ChangeKind::Deleted) {
+        let best = pick(ChangeKind::Added)
+            .filter(|(a, add)| !out.iter().any(|r| r.1 == *a) && add.new_mode == del.old_mode)
+            .map(|(a, add)| {
+                let pct = if add.new_hash.is_some() && add.new_hash == del.old_hash {
+                    100
+                } else {
+                    let (x, y) = (String::from_utf8_lossy(del.old.as_deref().unwrap_or_default()), String::from_utf8_lossy(add.new.as_deref().unwrap_or_default()));
+                    (similar::TextDiff::from_lines(x.as_ref(), y.as_ref()).ratio() * 100.0) as u32
+                };
+                (a, pct)
+            })
+            .max_by_key(|&(a, pct)| (pct, std::cmp::Reverse(a)));
+        if let Some((a, pct)) = best.filter(|b| b.1 >= 50) {
+            out.push((d, a, pct));
+        }
     }
     out
 }
