@@ -16,6 +16,7 @@ mod invariants;
 mod library;
 mod lifecycle;
 mod mcp;
+mod mcp_tools;
 mod protected;
 mod review;
 mod runs;

@@ -249,13 +249,15 @@ impl RawMcp {
     }
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args})).unwrap_or_else(|| panic!("the server died in {tool}"));
-        let text = r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{tool} failed: {r}"));
-        serde_json::from_str(text).unwrap_or(Value::String(text.to_string()))
+        let res = &r["result"];
+        assert!(res["isError"] != Value::Bool(true) && !res.is_null(), "{tool} failed: {r}");
+        assert!(res["structuredContent"].is_object(), "{tool}: no structured content: {r}");
+        res["structuredContent"].clone()
     }
     /// `call`, or `None` when the server died before answering.
     pub fn try_call(&mut self, tool: &str, args: Value) -> Option<Value> {
         let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}))?;
-        Some(r["result"]["content"][0]["text"].as_str().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(r))
+        Some(if r["result"]["structuredContent"].is_object() { r["result"]["structuredContent"].clone() } else { r })
     }
 }
 

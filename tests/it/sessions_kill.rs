@@ -112,15 +112,15 @@ fn without_cairn_up_the_mcp_server_reads_a_fresh_index() {
     let mut m = mcp(&f, None);
     let t = m.call("task_create", json!({"title": "t"}));
     let s = m.call("session_begin", json!({"task": t["id"], "idempotency_key": "fresh"}));
-    let listed = m.call("list_dir", json!({"session": s["id"], "path": ""}));
+    let listed = m.call("list_dir", json!({"session": s["id"], "path": ""}))["entries"].clone();
     assert_eq!(listed, json!(["keep.txt", "new.txt"]), "at start: {listed}");
-    assert_eq!(m.call("read_file", json!({"session": s["id"], "path": "new.txt"})), "created after init\n");
+    assert_eq!(m.call("read_file", json!({"session": s["id"], "path": "new.txt"}))["content"], "created after init\n");
     assert!(m.try_call("read_file", json!({"session": s["id"], "path": "old.txt"})).is_some_and(|r| r.to_string().contains("no such file")));
     // And while it serves.
     f.write("later.txt", "later\n");
     std::fs::remove_file(f.root.join("keep.txt")).unwrap();
-    wait_until(10, "the server to see the tree change", || m.call("list_dir", json!({"session": s["id"], "path": ""})) == json!(["later.txt", "new.txt"]));
-    assert_eq!(m.call("read_file", json!({"session": s["id"], "path": "later.txt"})), "later\n");
+    wait_until(10, "the server to see the tree change", || m.call("list_dir", json!({"session": s["id"], "path": ""}))["entries"] == json!(["later.txt", "new.txt"]));
+    assert_eq!(m.call("read_file", json!({"session": s["id"], "path": "later.txt"}))["content"], "later\n");
 }
 
 /// No temporary file of Cairn's anywhere in the tree.

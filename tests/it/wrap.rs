@@ -69,8 +69,8 @@ fn shell_script_becomes_exactly_the_proposal(nobody: bool) {
     assert_eq!(f.status(&id).state.as_str(), "reviewing");
     let diff = f.cairn(&["diff", &id]).ok().stdout;
     let headers: Vec<&str> = diff.lines().filter(|l| l.starts_with("diff --git")).collect();
-    assert_eq!(headers, ["diff --git a/a.txt b/a.txt", "diff --git a/keep.txt b/keep.txt", "diff --git a/kept.txt b/kept.txt", "diff --git a/new.txt b/new.txt", "diff --git a/old/x.txt b/old/x.txt", "diff --git a/old/y.txt b/old/y.txt", "diff --git a/run.sh b/run.sh"], "{diff}");
-    assert!(diff.contains("new mode 100755") && diff.contains("+more") && diff.contains("deleted file mode"), "{diff}");
+    assert_eq!(headers, ["diff --git a/a.txt b/a.txt", "diff --git a/keep.txt b/kept.txt", "diff --git a/new.txt b/new.txt", "diff --git a/old/x.txt b/old/x.txt", "diff --git a/old/y.txt b/old/y.txt", "diff --git a/run.sh b/run.sh"], "{diff}");
+    assert!(diff.contains("new mode 100755") && diff.contains("+more") && diff.contains("deleted file mode") && diff.contains("rename from keep.txt\nrename to kept.txt"), "{diff}");
     wait_until(10, "no process outlives cairn wrap", || leftovers(&tag).is_empty());
 }
 

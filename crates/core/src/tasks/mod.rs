@@ -88,12 +88,37 @@ fn refused(task: &str, message: impl Into<String>) -> Error {
     Error::TaskRefused { task: task.to_string(), message: message.into() }
 }
 
+/// Longest title or check description, in characters; longest body, note, summary or
+/// command, in bytes; most checks on one task. Every text an agent supplies is bounded.
+pub const MAX_TITLE_CHARS: usize = 200;
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+pub const MAX_CHECKS: usize = 50;
+
+/// Refuses `text` (the argument `name`) beyond `max` (characters for titles, else bytes).
+pub fn bounded(name: &str, text: &str, max: usize) -> Result<()> {
+    let size = if max == MAX_TITLE_CHARS { text.chars().count() } else { text.len() };
+    if size > max {
+        let unit = if max == MAX_TITLE_CHARS { "characters" } else { "bytes" };
+        return Err(Error::Usage(format!("{name} is {size} {unit}; at most {max}")));
+    }
+    Ok(())
+}
+
 /// Creates a task in the first status. Deps must exist (no dangling graph); checks need a
 /// description and either a command or `type: manual`.
 pub fn create(project: &Project, who: &str, title: &str, body: &str, deps: &[String], checks: Vec<Check>) -> Result<Task> {
     let bin = project.bin()?;
     if title.trim().is_empty() {
         return Err(Error::Usage("a task needs a title".into()));
+    }
+    bounded("title", title, MAX_TITLE_CHARS)?;
+    bounded("body", body, MAX_TEXT_BYTES)?;
+    if checks.len() > MAX_CHECKS {
+        return Err(Error::Usage(format!("checks: at most {MAX_CHECKS}, not {}", checks.len())));
+    }
+    for c in &checks {
+        bounded("checks[].desc", &c.desc, MAX_TITLE_CHARS)?;
+        bounded("checks[].cmd", c.cmd.as_deref().unwrap_or(""), MAX_TEXT_BYTES)?;
     }
     let mut resolved = Vec::new();
     for d in deps {
@@ -205,6 +230,7 @@ pub fn transition(project: &Project, who: &str, id: &str, to: &str) -> Result<Ta
 
 /// Appends a free-text provenance entry.
 pub fn note(project: &Project, who: &str, id: &str, text: &str) -> Result<Task> {
+    bounded("text", text, MAX_TEXT_BYTES)?;
     let t = get(project, id)?.row;
     project.bin()?.task_update(&t, who, &format!("note: {text}"))?;
     get(project, &t.id)

@@ -137,6 +137,7 @@ pub fn finish(project: &Project, actor: &str, id: &str, summary: &str) -> Result
         if summary.trim().is_empty() {
             return Err(Error::Usage("session_finish needs a summary".into()));
         }
+        super::bounded("summary", summary, super::MAX_TEXT_BYTES)?;
         open(project, actor, id)?;
         let overlay = project.overlay(&s.agent)?;
         let changed: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
@@ -217,6 +218,31 @@ fn cancel_quietly(project: &Project, s: &SessionRow, reason: &str) {
         row.status = "cancelled".into();
         let _ = bin.session_update(&row);
     }
+}
+
+/// A session an MCP client used without naming one (its connection's own): a task titled
+/// `title` and a session for it, created on the client's first file tool call.
+pub fn begin_implicit(project: &Project, actor: &str, title: &str) -> Result<Session> {
+    let t = super::create(project, actor, title, "Changes an MCP client made without naming a session; finished when it disconnected.", &[], Vec::new())?;
+    let key = format!("implicit-{}-{}-{}", std::process::id(), crate::time::now_ms(), rand::random::<u32>());
+    begin(project, actor, &t.row.id, &key)
+}
+
+/// Ends an implicit session when its client disconnects: with changes it is finished (a
+/// proposal for review, never lost); without, cancelled and its task with it.
+pub fn end_implicit(project: &Project, actor: &str, id: &str, summary: &str) -> Result<Session> {
+    let s = owned(project, actor, id)?;
+    let changed = project.existing_overlay(&s.agent)?.map(|o| o.paths().map(|p| !p.is_empty())).transpose()?.unwrap_or(false);
+    if changed || s.status != "active" {
+        return finish(project, actor, id, summary);
+    }
+    let done = cancel(project, actor, id, "the client disconnected without changes")?;
+    let mut t = project.bin()?.task_get(&s.task)?;
+    if let Some(last) = Flow::of(project).statuses.last() {
+        t.status = last.clone();
+        project.bin()?.task_update(&t, actor, "implicit session ended without changes")?;
+    }
+    Ok(done)
 }
 
 /// A session by id.

@@ -1,0 +1,197 @@
+//! `cairn mcp`: an MCP server on stdio (rmcp) through which any coding agent proposes changes.
+//! Every tool is a thin adapter over the core: tasks ([`cairn_core::tasks`]), sessions and
+//! their file tools ([`cairn_core::tasks::sessions`], which run the same externals as a
+//! `.pym` run). The identity is fixed: `--actor`, else `agent:<the client's name>`.
+//!
+//! Every tool answers with a JSON object (`structuredContent`, declared by its
+//! `outputSchema`) and a text rendering beside it; a tool that fails answers a result with
+//! `isError` and a message the model can act on. JSON-RPC errors are left to protocol faults
+//! (unknown tool, malformed arguments). Core calls block, so they run on the blocking pool.
+//! - [`params`]: the tools' arguments;
+//! - [`task_tools`]: the task graph and sessions;
+//! - [`file_tools`]: the file tools on a session's overlay.
+
+mod file_tools;
+mod params;
+mod schema;
+mod task_tools;
+
+use cairn_core::error::Error;
+use cairn_core::project::Project;
+use cairn_core::tasks::sessions;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// What the initialize result tells the model about this server.
+const INSTRUCTIONS: &str = "Cairn holds your changes as a proposal that a human reviews: nothing you write reaches the \
+project's files until a person accepts it, so write freely. Use these tools instead of your own file and shell tools \
+for this project. Flow: read_file / list_dir / search_content / search_files to look; edit_file (old_text -> new_text) \
+for changes, write_file for new files, move_file and delete_file; run_command to run tests or builds against your \
+proposal (confined, no network); session_diff to review your work; then session_finish with a summary. File tools \
+work without a session (this connection's own is opened on first use and finished when you disconnect); for a \
+tracked task, task_create then session_begin and pass its id as `session`. Paths are relative to the project root \
+(an absolute path inside the project works too).";
+
+#[derive(Clone)]
+pub struct Server {
+    project: Arc<Project>,
+    actor: Option<String>,
+    /// This connection's own session, opened by the first file tool called without one.
+    implicit: Arc<tokio::sync::Mutex<Option<Implicit>>>,
+    #[allow(dead_code)] // read through #[tool_handler]
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Clone)]
+struct Implicit {
+    session: String,
+    actor: String,
+    client: String,
+}
+
+type Reply = Result<CallToolResult, ErrorData>;
+
+/// Runs the server until stdin closes (or carries something that is not MCP).
+pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Error::io("tokio runtime", e))?;
+    // Without a `cairn up` keeping the index live, this server keeps it fresh itself: an
+    // agent never reads a file the user deleted or misses one the user created.
+    let project = Arc::new(project);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let indexer = (!cairn_core::index::index_is_live(&project)).then(|| {
+        let watcher = crate::daemon::start_watcher(&project).map_err(|e| tracing::warn!("mcp: {e}; the index is reconciled every second")).ok();
+        if let Err(e) = cairn_core::sync::init(&project) {
+            tracing::warn!("mcp: catch-up of the index: {e}");
+        }
+        let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut watcher = watcher;
+            crate::daemon::keep_index(&project, watcher.as_mut(), &stop);
+        })
+    });
+    let implicit = Arc::new(tokio::sync::Mutex::new(None));
+    let server = Server { project: Arc::clone(&project), actor, implicit: Arc::clone(&implicit), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
+    rt.block_on(async move {
+        match server.serve(rmcp::transport::stdio()).await {
+            Ok(running) => {
+                let _ = running.waiting().await;
+            }
+            Err(e) => tracing::warn!("mcp: the client did not initialize: {e}"),
+        }
+    });
+    // The client is gone: its own session becomes a proposal (or ends, when it changed
+    // nothing); calls still running are not waited for (their children die with us).
+    if let Some(i) = rt.block_on(implicit.lock()).take() {
+        let summary = format!("Changes by {} (its connection's own session, finished when it disconnected)", i.client);
+        if let Err(e) = sessions::end_implicit(&project, &i.actor, &i.session, &summary) {
+            tracing::error!("mcp: ending the implicit session {}: {e}", i.session);
+        }
+    }
+    rt.shutdown_background();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(t) = indexer {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+/// A tool's answer: `value` as structured content (an object; anything else is wrapped as
+/// `{"result": ...}`) and `text` beside it (pretty JSON when none is given).
+fn done(value: Value, text: Option<String>) -> CallToolResult {
+    let value = if value.is_object() { value } else { json!({ "result": value }) };
+    let text = text.unwrap_or_else(|| serde_json::to_string_pretty(&value).unwrap_or_default());
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(value);
+    r
+}
+
+/// A tool that failed: `isError`, the message for the model, and `{error, message}`.
+fn failed(code: &str, message: String) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+    r.structured_content = Some(json!({ "error": code, "message": message }));
+    r
+}
+
+/// A core error as the model should read it: the message and, when there is one, what to do.
+fn refused(e: &Error) -> CallToolResult {
+    let message = match e.hint() {
+        Some(h) => format!("{e} ({h})"),
+        None => e.to_string(),
+    };
+    failed(e.code(), message)
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+impl Server {
+    fn client(ctx: &RequestContext<RoleServer>) -> String {
+        ctx.client_info().map(|i| i.name).filter(|n| !n.is_empty()).unwrap_or_else(|| "unknown".into())
+    }
+
+    /// Who calls: `--actor`, else `agent:<client name>` (under every protocol version: the
+    /// 2026-07-28 clients send their name with each request).
+    fn actor(&self, ctx: &RequestContext<RoleServer>) -> String {
+        self.actor.clone().unwrap_or_else(|| format!("agent:{}", Self::client(ctx)))
+    }
+
+    /// Runs `f` with the project and actor on the blocking pool; its value is the answer.
+    async fn core<T: serde::Serialize + Send + 'static>(&self, ctx: &RequestContext<RoleServer>, f: impl FnOnce(&Project, &str) -> cairn_core::error::Result<T> + Send + 'static) -> Reply {
+        let project = Arc::clone(&self.project);
+        let actor = self.actor(ctx);
+        let out = tokio::task::spawn_blocking(move || f(&project, &actor)).await.map_err(internal)?;
+        Ok(match out {
+            Ok(v) => done(serde_json::to_value(v).map_err(internal)?, None),
+            Err(e) => refused(&e),
+        })
+    }
+
+    /// The session a file tool acts in: `given`, else this connection's own (opened now,
+    /// for a task titled from the client's name and `first_path`).
+    async fn session(&self, ctx: &RequestContext<RoleServer>, given: Option<String>, first_path: &str) -> Result<String, CallToolResult> {
+        if let Some(s) = given.filter(|s| !s.is_empty()) {
+            return Ok(s);
+        }
+        let mut slot = self.implicit.lock().await;
+        if let Some(i) = slot.as_ref() {
+            return Ok(i.session.clone());
+        }
+        let (project, actor, client) = (Arc::clone(&self.project), self.actor(ctx), Self::client(ctx));
+        let title: String = format!("{client}: changes from {first_path}").chars().take(cairn_core::tasks::MAX_TITLE_CHARS).collect();
+        let a = actor.clone();
+        let made = tokio::task::spawn_blocking(move || sessions::begin_implicit(&project, &a, &title)).await.map_err(|e| failed("internal", e.to_string()))?;
+        let s = made.map_err(|e| refused(&e))?;
+        *slot = Some(Implicit { session: s.row.id.clone(), actor, client });
+        Ok(s.row.id)
+    }
+
+    /// Runs external `name` in the session's overlay; `render` makes the answer of its value.
+    async fn external(&self, ctx: &RequestContext<RoleServer>, session: Option<String>, first_path: &str, name: &'static str, args: Vec<Value>, kwargs: serde_json::Map<String, Value>) -> Result<Result<Value, CallToolResult>, ErrorData> {
+        let session = match self.session(ctx, session, first_path).await {
+            Ok(s) => s,
+            Err(r) => return Ok(Err(r)),
+        };
+        let project = Arc::clone(&self.project);
+        let actor = self.actor(ctx);
+        let out = tokio::task::spawn_blocking(move || sessions::tool(&project, &actor, &session, name, &args, &kwargs)).await.map_err(internal)?;
+        Ok(match out {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err((exc, message))) => Err(failed(&exc, format!("{name}: {exc}: {message}"))),
+            Err(e) => Err(refused(&e)),
+        })
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(rmcp::model::Implementation::new("cairn", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}

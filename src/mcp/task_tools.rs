@@ -1,0 +1,125 @@
+//! The task graph and sessions over MCP: thin adapters over [`cairn_core::tasks`].
+
+use super::params::*;
+use super::{done, Reply, Server};
+use cairn_core::tasks::{self, sessions, Check, Filter};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
+use serde_json::json;
+
+#[tool_router(router = task_tools, vis = "pub(super)")]
+impl Server {
+    #[tool(description = "Who this server acts as (fixed at start-up), and the server's version.")]
+    async fn identity(&self, ctx: RequestContext<RoleServer>) -> Reply {
+        Ok(done(json!({ "actor": self.actor(&ctx), "server": "cairn", "version": env!("CARGO_PKG_VERSION") }), None))
+    }
+
+    #[tool(description = "List tasks, optionally by status, assignee or readiness (ready: all deps closed). Use it to find work that can start now.")]
+    async fn task_list(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ListArgs>) -> Reply {
+        self.core(&ctx, move |p, _| Ok(json!({ "tasks": tasks::list(p, &Filter { status: a.status, assignee: a.assignee, ready: a.ready })? }))).await
+    }
+
+    #[tool(description = "One task with its body, deps, checks and their results, provenance and agent.")]
+    async fn task_get(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<Id>) -> Reply {
+        self.core(&ctx, move |p, _| tasks::get(p, &a.id)).await
+    }
+
+    #[tool(description = "Create a task to track a piece of work. Deps must exist; checks are {desc, cmd} (run confined against the proposal) or {desc, type: \"manual\"}.")]
+    async fn task_create(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<CreateArgs>) -> Reply {
+        let checks: Vec<Check> = a
+            .checks
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| Check { desc: c.desc, cmd: c.cmd, kind: c.kind, cwd: c.cwd, timeout: c.timeout.map(u64::from), result: Default::default(), log: None, author: None, approved_by: None })
+            .collect();
+        self.core(&ctx, move |p, who| tasks::create(p, who, &a.title, a.body.as_deref().unwrap_or(""), &a.deps.unwrap_or_default(), checks)).await
+    }
+
+    #[tool(description = "Assign a task to yourself; refused when someone else holds it.")]
+    async fn task_claim(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<Id>) -> Reply {
+        self.core(&ctx, move |p, who| tasks::claim(p, who, &a.id)).await
+    }
+
+    #[tool(description = "Move a task to another status. Leaving backlog needs all deps closed; closing a task is the human's.")]
+    async fn task_transition(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<TransitionArgs>) -> Reply {
+        self.core(&ctx, move |p, who| tasks::transition(p, who, &a.id, &a.to)).await
+    }
+
+    #[tool(description = "Run the task's command checks, confined, against its proposal, and record pass or fail.")]
+    async fn task_run_checks(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ChecksArgs>) -> Reply {
+        let only: Option<Vec<usize>> = a.only.map(|v| v.into_iter().map(|i| i as usize).collect());
+        self.core(&ctx, move |p, who| tasks::checks::run(p, who, &a.id, only.as_deref())).await
+    }
+
+    #[tool(description = "Add a note to a task's history, for the reviewer.")]
+    async fn task_note(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<NoteArgs>) -> Reply {
+        self.core(&ctx, move |p, who| tasks::note(p, who, &a.id, &a.text)).await
+    }
+
+    #[tool(description = "Start working on a task: claims it and opens a session (its own proposal) whose id the file tools take as `session`. The same idempotency_key returns the same session.")]
+    async fn session_begin(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<BeginArgs>) -> Reply {
+        self.core(&ctx, move |p, who| sessions::begin(p, who, &a.task, &a.idempotency_key)).await
+    }
+
+    #[tool(description = "Tell the server a long-running session is alive (one silent for 60 s is shown as stalled).")]
+    async fn session_heartbeat(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+        let session = match self.session(&ctx, a.session, "heartbeat").await {
+            Ok(s) => s,
+            Err(r) => return Ok(r),
+        };
+        self.core(&ctx, move |p, who| sessions::heartbeat(p, who, &session)).await
+    }
+
+    #[tool(description = "A session: its task, agent, status, health and summary.")]
+    async fn session_get(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+        let session = match self.session(&ctx, a.session, "session").await {
+            Ok(s) => s,
+            Err(r) => return Ok(r),
+        };
+        self.core(&ctx, move |p, _| sessions::get_session(p, &session)).await
+    }
+
+    #[tool(description = "Your proposal so far as the reviewer will see it: a unified diff (renames shown as such). Use it to check your work before session_finish.")]
+    async fn session_diff(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+        let session = match self.session(&ctx, a.session, "diff").await {
+            Ok(s) => s,
+            Err(r) => return Ok(r),
+        };
+        let project = std::sync::Arc::clone(&self.project);
+        let out = tokio::task::spawn_blocking(move || -> cairn_core::error::Result<(String, Vec<String>)> {
+            let s = sessions::get_session(&project, &session)?;
+            let changes = cairn_core::review::diff::changes(&project, &s.row.agent)?;
+            Ok((cairn_core::review::diff::unified(&changes), changes.iter().map(|c| c.path.clone()).collect()))
+        })
+        .await
+        .map_err(super::internal)?;
+        Ok(match out {
+            Ok((diff, paths)) => {
+                let text = if diff.is_empty() { "no changes yet".to_string() } else { diff.clone() };
+                done(json!({ "diff": diff, "paths": paths }), Some(text))
+            }
+            Err(e) => super::refused(&e),
+        })
+    }
+
+    #[tool(description = "Submit the session's changes for human review with a summary of what they do. Nothing reaches the project before a human accepts.")]
+    async fn session_finish(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<FinishArgs>) -> Reply {
+        let implicit = a.session.is_none();
+        let session = match self.session(&ctx, a.session, "finish").await {
+            Ok(s) => s,
+            Err(r) => return Ok(r),
+        };
+        let out = self.core(&ctx, move |p, who| sessions::finish(p, who, &session, &a.summary)).await;
+        if implicit && out.as_ref().is_ok_and(|r| r.is_error != Some(true)) {
+            // The next file tool opens a new session of its own.
+            *self.implicit.lock().await = None;
+        }
+        out
+    }
+
+    #[tool(description = "End a session and throw its changes away; the task stays open and unassigned.")]
+    async fn session_cancel(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<CancelArgs>) -> Reply {
+        self.core(&ctx, move |p, who| sessions::cancel(p, who, &a.session, a.reason.as_deref().unwrap_or("cancelled"))).await
+    }
+}
