@@ -61,3 +61,12 @@ setup_agents() {
         (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs >/dev/null)
     fi
 }
+
+# Jujutsu (`jj`, from crates.io: no prebuilt binary is reachable), pinned, into .venv/jj: the
+# tests check that a jj repository never snapshots Cairn's state.
+setup_jj() {
+    local jj="$here/.venv/jj/bin/jj"
+    if [ ! -x "$jj" ] || ! "$jj" --version 2>/dev/null | grep -q '^jj 0\.45\.'; then
+        cargo install --quiet --locked --root "$here/.venv/jj" jj-cli@0.45.1
+    fi
+}

@@ -2,8 +2,8 @@
 # Every test: the Rust suites (unit and integration, one release profile, one target dir),
 # a 1,000-file smoke run of the bench, then the Neovim end-to-end specs (plugin, RPC host,
 # tmux) in Neovim 0.11 and 0.12.
-# Installs what it needs first: tmux, git and ripgrep from apt, both Neovims and the MCP Python SDK
-# into .venv/.
+# Installs what it needs first: tmux, git, ripgrep and strace from apt, both Neovims, the MCP
+# Python SDK, Claude Code (npm) and jj (crates.io) into .venv/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -14,6 +14,7 @@ apt_install git tmux ripgrep strace
 setup_neovims
 setup_mcp_client
 setup_agents
+setup_jj
 
 echo "== cargo test (release)"
 cargo build --release --workspace --all-targets

@@ -12,6 +12,7 @@ mod crash;
 mod events;
 mod externals;
 mod hashline;
+mod jj;
 mod invariants;
 mod library;
 mod lifecycle;
