@@ -76,27 +76,70 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     let implicit = Arc::new(tokio::sync::Mutex::new(None));
     let server = Server { project: Arc::clone(&project), actor, implicit: Arc::clone(&implicit), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
     rt.block_on(async move {
-        match server.serve(rmcp::transport::stdio()).await {
+        // The moment stdin ends, what runs for the client is killed: its calls end at once
+        // and the server does not wait out their work.
+        let stdin = EofWatch { inner: tokio::io::stdin(), fired: false };
+        match server.serve((stdin, tokio::io::stdout())).await {
             Ok(running) => {
                 let _ = running.waiting().await;
             }
             Err(e) => tracing::warn!("mcp: the client did not initialize: {e}"),
         }
     });
-    // The client is gone: its own session becomes a proposal (or ends, when it changed
-    // nothing); calls still running are not waited for (their children die with us).
+    // The client is gone: what still runs for it is killed (its calls then end and release
+    // their sessions), its own session becomes a proposal (or ends, when it changed nothing).
+    kill_children();
     if let Some(i) = rt.block_on(implicit.lock()).take() {
         let summary = format!("Changes by {} (its connection's own session, finished when it disconnected)", i.client);
         if let Err(e) = sessions::end_implicit(&project, &i.actor, &i.session, &summary) {
             tracing::error!("mcp: ending the implicit session {}: {e}", i.session);
         }
     }
+    tracing::info!("mcp: done with the client's session");
     rt.shutdown_background();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Some(t) = indexer {
         let _ = t.join();
     }
     Ok(())
+}
+
+/// The client's side of the pipe, which kills what runs for the client at end-of-file.
+struct EofWatch<R> {
+    inner: R,
+    fired: bool,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofWatch<R> {
+    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = polled {
+            if buf.filled().len() == before && buf.remaining() > 0 && !self.fired {
+                self.fired = true;
+                tracing::info!("mcp: the client closed the connection");
+                kill_children();
+            }
+        }
+        polled
+    }
+}
+
+/// Kills this process's children (a sandbox child, a confined run's init: its whole pid
+/// namespace goes with it), for a client that went away.
+fn kill_children() {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    for e in dir.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_string));
+        if ppid.as_deref() == Some(me.as_str()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
 }
 
 /// A tool's answer: `value` as structured content (an object; anything else is wrapped as
@@ -125,6 +168,45 @@ fn refused(e: &Error) -> CallToolResult {
     failed(e.code(), message)
 }
 
+/// The answer to a cancelled call (the client no longer waits for it).
+fn cancelled() -> CallToolResult {
+    failed("cancelled", "the call was cancelled; its work was stopped".into())
+}
+
+/// Runs `f` on the blocking pool. When the client cancels the call, the processes `f`
+/// started (a sandbox child, a confined run's init and with it its pid namespace) are killed,
+/// so the work stops instead of running to its timeout; `None` then.
+async fn blocking<T: Send + 'static>(ctx: &RequestContext<RoleServer>, f: impl FnOnce() -> T + Send + 'static) -> Result<Option<T>, ErrorData> {
+    let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let t = Arc::clone(&tid);
+    let mut task = tokio::task::spawn_blocking(move || {
+        t.store(rustix::thread::gettid().as_raw_nonzero().get(), std::sync::atomic::Ordering::SeqCst);
+        f()
+    });
+    tokio::select! {
+        out = &mut task => out.map(Some).map_err(internal),
+        () = ctx.ct.cancelled() => {
+            let tid = tid.load(std::sync::atomic::Ordering::SeqCst);
+            // Until the work ends, what it starts is killed (it may be starting a child now).
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !task.is_finished() && tokio::time::Instant::now() < deadline {
+                kill_children_of(&format!("/proc/self/task/{tid}/children"));
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// SIGKILLs the pids listed in `file` (a `/proc/.../children` list).
+fn kill_children_of(file: &str) {
+    for pid in std::fs::read_to_string(file).unwrap_or_default().split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 fn internal(e: impl std::fmt::Display) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -144,7 +226,7 @@ impl Server {
     async fn core<T: serde::Serialize + Send + 'static>(&self, ctx: &RequestContext<RoleServer>, f: impl FnOnce(&Project, &str) -> cairn_core::error::Result<T> + Send + 'static) -> Reply {
         let project = Arc::clone(&self.project);
         let actor = self.actor(ctx);
-        let out = tokio::task::spawn_blocking(move || f(&project, &actor)).await.map_err(internal)?;
+        let Some(out) = blocking(ctx, move || f(&project, &actor)).await? else { return Ok(cancelled()) };
         Ok(match out {
             Ok(v) => done(serde_json::to_value(v).map_err(internal)?, None),
             Err(e) => refused(&e),
@@ -178,7 +260,7 @@ impl Server {
         };
         let project = Arc::clone(&self.project);
         let actor = self.actor(ctx);
-        let out = tokio::task::spawn_blocking(move || sessions::tool(&project, &actor, &session, name, &args, &kwargs)).await.map_err(internal)?;
+        let Some(out) = blocking(ctx, move || sessions::tool(&project, &actor, &session, name, &args, &kwargs)).await? else { return Ok(Err(cancelled())) };
         Ok(match out {
             Ok(Ok(v)) => Ok(v),
             Ok(Err((exc, message))) => Err(failed(&exc, format!("{name}: {exc}: {message}"))),

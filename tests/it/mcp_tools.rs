@@ -5,6 +5,7 @@
 
 use crate::support::*;
 use serde_json::Value;
+use serde_json::json;
 use std::path::Path;
 
 #[test]
@@ -45,4 +46,83 @@ fn tool_shapes_agents_expect_work_through_the_python_sdk() {
     assert_eq!(headers, ["diff --git a/app.py b/app.py", "diff --git a/implicit.txt b/implicit.txt"], "{diff}");
     let tasks = f.cairn(&["task", "list", "--json"]).ok().json();
     assert!(tasks.to_string().contains("quick-agent: changes from implicit.txt"), "{tasks}");
+}
+
+/// Every process below `pid` (children, grandchildren, ...), from /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        if let Some(pp) = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|x| x.parse::<u32>().ok()) {
+            parent.insert(p, pp);
+        }
+    }
+    let mut out = vec![];
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (&c, &pp) in &parent {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+}
+
+/// A cancelled call (`notifications/cancelled`) stops its work within 2 s, and the server
+/// goes on serving.
+#[test]
+fn a_cancelled_call_stops_its_work() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    let mut c = std::process::Command::new(exe());
+    c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(["mcp", "--actor", "agent:cancel"]).env_remove("CAIRN_HOME").stderr(std::process::Stdio::null());
+    let mut m = crate::runs::RawMcp::start(c);
+    for (tool, args, marker) in [("run_command", json!({"command": "sleep 300"}), "sleep"), ("run_script", json!({"code": "while True:\n    pass\n"}), "__sandbox")] {
+        let id = m.send_call(tool, args);
+        let mut work = Vec::new();
+        wait_until(20, "the call's process to start", || {
+            work = descendants(m.pid());
+            work.iter().any(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker)))
+        });
+        m.notify("notifications/cancelled", json!({"requestId": id, "reason": "test"}));
+        let sent = std::time::Instant::now();
+        wait_until(10, "the cancelled work to die", || work.iter().all(|&p| !alive(p)));
+        assert!(sent.elapsed() < std::time::Duration::from_secs(2), "{tool}: stopped after {:?}", sent.elapsed());
+        assert_eq!(m.call("identity", json!({}))["actor"], "agent:cancel", "the server serves on");
+    }
+}
+
+/// A client that goes away mid-call (a confined command, a sandboxed script): the server ends
+/// within 2 s and nothing it ran for the client is left.
+#[test]
+fn closing_the_client_mid_call_ends_the_server_and_its_work() {
+    for (tool, args) in [("run_command", json!({"command": "sleep 300"})), ("run_script", json!({"code": "while True:\n    pass\n"}))] {
+        let f = Fixture::with_files(&[("a.txt", "a\n")]);
+        f.init();
+        let mut c = std::process::Command::new(exe());
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(["mcp", "--actor", "agent:gone"]).env_remove("CAIRN_HOME").stderr(std::process::Stdio::null());
+        let mut m = crate::runs::RawMcp::start(c);
+        m.call("write_file", json!({"path": "b.txt", "content": "b\n"}));
+        m.send_call(tool, args);
+        let mut work = Vec::new();
+        wait_until(20, "the call's process to start", || {
+            work = descendants(m.pid());
+            work.iter().any(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(if tool == "run_command" { "sleep" } else { "__sandbox" })))
+        });
+        m.close();
+        let closed = std::time::Instant::now();
+        wait_until(10, "the server to exit", || m.exited());
+        wait_until(10, "its work to die", || work.iter().all(|&p| !alive(p)));
+        assert!(closed.elapsed() < std::time::Duration::from_secs(2), "{tool}: ended after {:?}", closed.elapsed());
+        // What the client wrote before going away is a proposal.
+        let agents = f.cairn(&["list-agents", "--json"]).ok().json();
+        assert!(agents.as_array().unwrap().iter().any(|a| a["state"] == "reviewing"), "{tool}: {agents}");
+    }
 }

@@ -247,6 +247,29 @@ impl RawMcp {
             }
         }
     }
+    /// Sends a tool call without waiting for its answer; returns its id.
+    pub fn send_call(&mut self, tool: &str, args: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+        id
+    }
+    /// Sends a notification (e.g. `notifications/cancelled`).
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    /// Closes the server's stdin, as a client that goes away.
+    pub fn close(&mut self) {
+        drop(self.child.stdin.take());
+    }
+    /// Has the server exited?
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": args})).unwrap_or_else(|| panic!("the server died in {tool}"));
         let res = &r["result"];

@@ -12,6 +12,19 @@ use crate::{gc, index, orchestrator, sync, workspace};
 use serde::Serialize;
 use std::path::PathBuf;
 
+/// Every agent (`all`: the terminal ones too). Any cairn process notices a dead worker here:
+/// its agent is re-queued (or errored), and a wrap session whose `cairn wrap` died keeps what
+/// it wrote, for review. Listing never fails for want of a write (a full disk): recovery
+/// then waits for later.
+fn list_agents(project: &Project, all: bool) -> Result<Output> {
+    if let Err(e) = crate::orchestrator::recover(project).and_then(|_| crate::wrap::recover(project)) {
+        tracing::warn!("recovery deferred: {e}");
+    }
+    let recs = project.bin()?.list(all)?;
+    let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
+    Ok(Output::Agents { agents })
+}
+
 /// Every operation a user can ask for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -198,17 +211,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let rec = orchestrator::run_now(project, &reference, provider, Some(&pool))?;
             Ok(Output::Agent(status_of(project, &rec, true)?))
         }
-        Command::ListAgents { all } => {
-            // Any cairn process notices a dead worker: its agent is re-queued (or errored),
-            // and a wrap session whose `cairn wrap` died keeps what it wrote, for review.
-            // Listing never fails for want of a write (a full disk): recovery waits for later.
-            if let Err(e) = crate::orchestrator::recover(project).and_then(|_| crate::wrap::recover(project)) {
-                tracing::warn!("recovery deferred: {e}");
-            }
-            let recs = project.bin()?.list(all)?;
-            let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
-            Ok(Output::Agents { agents })
-        }
+        Command::ListAgents { all } => list_agents(project, all),
         Command::Status { id } => {
             let id = resolve(project, &id)?;
             let rec = project.bin()?.get(&id)?;
