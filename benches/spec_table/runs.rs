@@ -153,7 +153,8 @@ fn via_mcp(c: &Ctx, rows: &mut Vec<Row>) {
     rpc("initialize", serde_json::json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "1" } }));
     let mut tool = |name: &str, args: serde_json::Value| -> serde_json::Value {
         let r = rpc("tools/call", serde_json::json!({ "name": name, "arguments": args }));
-        serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{name}: {r}"))).expect("json")
+        assert!(r["result"]["isError"] != serde_json::Value::Bool(true), "{name}: {r}");
+        r["result"]["structuredContent"].clone()
     };
     let mut round = 0;
     let mut v = Vec::new();
@@ -169,7 +170,19 @@ fn via_mcp(c: &Ctx, rows: &mut Vec<Row>) {
         v.push(t);
     }
     v.remove(0);
+    done(rows, Row::new("run_mcp", "session_begin → session_finish → reviewing via `cairn mcp` (JSON-RPC on stdio)", Stat::ms(&v), "< 50 ms"));
+    // edit_file: one exact replacement in a 300-line file of the session's proposal.
+    let task = tool("task_create", serde_json::json!({ "title": "bench edits" }));
+    let s = tool("session_begin", serde_json::json!({ "task": task["id"], "idempotency_key": "bench-edits" }));
+    let body: String = (0..300).map(|i| format!("    value_{i} = compute({i})\n")).collect();
+    tool("write_file", serde_json::json!({ "session": s["id"], "path": "bench_edit.py", "content": body }));
+    let mut v = Vec::new();
+    for i in 0..=c.runs.min(299) {
+        let (t, _) = time(|| tool("edit_file", serde_json::json!({ "session": s["id"], "path": "bench_edit.py", "edits": [{ "old_text": format!("value_{i} = compute({i})"), "new_text": format!("value_{i} = edited({i})") }] })));
+        v.push(t);
+    }
+    v.remove(0);
     let _ = server.kill();
     let _ = server.wait();
-    done(rows, Row::new("run_mcp", "session_begin → session_finish → reviewing via `cairn mcp` (JSON-RPC on stdio)", Stat::ms(&v), "< 50 ms"));
+    done(rows, Row::new("edit_file", "`edit_file` via `cairn mcp`: one exact replacement in a 300-line file, diff returned", Stat::ms(&v), "< 5 ms"));
 }
