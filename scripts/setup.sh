@@ -48,16 +48,19 @@ setup_mcp_client() {
     fi
 }
 
-# Real agent CLIs from npm that the wrap tests run under `cairn wrap` (pointed at a scripted
-# model on 127.0.0.1): Claude Code, pinned, into .venv/agents. npm 11 skips install scripts,
-# so the one that places Claude Code's native binary is run explicitly.
+# Real agent CLIs from npm that the tests run under `cairn wrap` and against `cairn mcp`
+# (pointed at a scripted model on 127.0.0.1): Claude Code, Gemini CLI and Codex CLI, pinned,
+# into .venv/agents. npm 11 skips install scripts, so the one that places Claude Code's native
+# binary is run explicitly.
 setup_agents() {
     local dir="$here/.venv/agents"
-    local claude="$dir/node_modules/.bin/claude"
-    if [ ! -x "$claude" ] || ! "$claude" --version >/dev/null 2>&1; then
+    local bin="$dir/node_modules/.bin"
+    if [ ! -x "$bin/claude" ] || ! "$bin/claude" --version >/dev/null 2>&1 \
+        || ! "$bin/gemini" --version >/dev/null 2>&1 || ! "$bin/codex" --version >/dev/null 2>&1; then
         command -v npm >/dev/null 2>&1 || apt_install nodejs npm
         mkdir -p "$dir"
-        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error '@anthropic-ai/claude-code@2.1.197' >/dev/null
+        npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+            '@anthropic-ai/claude-code@2.1.197' '@google/gemini-cli@0.61.0' '@openai/codex@0.169.0' >/dev/null
         (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs >/dev/null)
     fi
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agents_mcp;
 mod architecture;
 mod budgets;
 mod cli;
