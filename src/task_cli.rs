@@ -133,7 +133,7 @@ pub fn run(project: &Project, cmd: TaskCmd) -> Result<i32> {
             (tasks::create(project, &who, &title, &body, &deps, all)?, json)
         }
         TaskCmd::List { status, assignee, ready, json } => {
-            let list = tasks::list(project, &Filter { status, assignee, ready })?;
+            let list = tasks::list(project, &Filter { status, assignee, ready, execution: None })?;
             if json {
                 print_json(&serde_json::json!({ "tasks": list }))?;
             } else {
@@ -203,6 +203,10 @@ fn show(t: &Task) {
     outln(&format!("status    {}{}", r.status, if t.ready { "  (ready)" } else { "" }));
     outln(&format!("assignee  {}", r.assignee.as_deref().unwrap_or("-")));
     outln(&format!("agent     {}", r.agent.as_deref().unwrap_or("-")));
+    if let Some(e) = &t.execution {
+        let progress = t.progress.as_deref().map(|p| format!(": {}", cairn_core::display::escape_line(p))).unwrap_or_default();
+        outln(&format!("execution {e}{progress}"));
+    }
     if !r.deps.is_empty() {
         outln(&format!("deps      {}", r.deps.join(", ")));
     }

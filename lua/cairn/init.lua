@@ -156,6 +156,9 @@ function M.task_line(t)
   local s = string.format('%-8s %-12s %-5s %-18s %-6s %-5s %s', t.id, t.status, t.ready and 'ready' or '',
     t.assignee ~= vim.NIL and t.assignee or '-', t.agent ~= vim.NIL and t.agent or '-',
     #checks > 0 and table.concat(checks, ' ') or '-', t.title)
+  if type(t.execution) == 'string' then
+    s = s .. '  [' .. t.execution .. (type(t.progress) == 'string' and (': ' .. t.progress) or '') .. ']'
+  end
   return notify.escape(s)
 end
 

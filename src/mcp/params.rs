@@ -17,6 +17,9 @@ pub struct ListArgs {
     pub assignee: Option<String>,
     /// Only tasks whose deps are all closed (true) or not (false).
     pub ready: Option<bool>,
+    /// Only tasks whose work is `active`, `stalled` (an open session without heartbeats) or
+    /// `awaiting_review`.
+    pub execution: Option<String>,
 }
 #[derive(Deserialize, JsonSchema)]
 pub struct CheckArg {
@@ -67,6 +70,28 @@ pub struct BeginArgs {
     pub task: String,
     /// Any string; retrying with the same key returns the same session.
     pub idempotency_key: String,
+    /// Refuse to begin unless this server acts as this identity (see `identity`).
+    pub expected_actor: Option<String>,
+    /// Free runtime metadata kept on the session, e.g. {"client": ..., "model": ..., "pid": ...}.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+#[derive(Deserialize, JsonSchema)]
+pub struct HeartbeatArgs {
+    /// Session id; omit to use this connection's own session.
+    pub session: Option<String>,
+    /// What you are doing now, shown to the human (`:CairnTasks`, `cairn task show`).
+    pub progress: Option<String>,
+}
+#[derive(Deserialize, JsonSchema)]
+pub struct SessionListArgs {
+    /// Only sessions of this task.
+    pub task: Option<String>,
+    /// Only sessions of this actor.
+    pub actor: Option<String>,
+    /// Only sessions in this status: active, finished or cancelled.
+    pub status: Option<String>,
+    /// Only sessions in this health: active, stalled, finished or cancelled.
+    pub health: Option<String>,
 }
 #[derive(Deserialize, JsonSchema)]
 pub struct SessionArg {

@@ -17,7 +17,7 @@ impl Server {
 
     #[tool(description = "List tasks, optionally by status, assignee or readiness (ready: all deps closed). Use it to find work that can start now.")]
     async fn task_list(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ListArgs>) -> Reply {
-        self.core(&ctx, move |p, _| Ok(json!({ "tasks": tasks::list(p, &Filter { status: a.status, assignee: a.assignee, ready: a.ready })? }))).await
+        self.core(&ctx, move |p, _| Ok(json!({ "tasks": tasks::list(p, &Filter { status: a.status, assignee: a.assignee, ready: a.ready, execution: a.execution })? }))).await
     }
 
     #[tool(description = "One task with its body, deps, checks and their results, provenance and agent.")]
@@ -59,16 +59,27 @@ impl Server {
 
     #[tool(description = "Start working on a task: claims it and opens a session (its own proposal) whose id the file tools take as `session`. The same idempotency_key returns the same session.")]
     async fn session_begin(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<BeginArgs>) -> Reply {
-        self.core(&ctx, move |p, who| sessions::begin(p, who, &a.task, &a.idempotency_key)).await
+        let me = self.actor(&ctx);
+        if let Some(expected) = a.expected_actor.as_ref().filter(|e| **e != me) {
+            return Ok(super::failed("usage", format!("expected_actor is {expected}, but this server acts as {me}; begin no session here")));
+        }
+        let meta = a.meta.map(serde_json::Value::Object);
+        self.core(&ctx, move |p, who| sessions::begin_with(p, who, &a.task, &a.idempotency_key, meta.as_ref())).await
     }
 
-    #[tool(description = "Tell the server a long-running session is alive (one silent for 60 s is shown as stalled).")]
-    async fn session_heartbeat(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+    #[tool(description = "List sessions, optionally by task, actor, status or health (stalled: open without heartbeats).")]
+    async fn session_list(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionListArgs>) -> Reply {
+        let filter = sessions::SessionFilter { task: a.task, actor: a.actor, status: a.status, health: a.health };
+        self.core(&ctx, move |p, _| Ok(json!({ "sessions": sessions::list(p, &filter)? }))).await
+    }
+
+    #[tool(description = "Tell the server a long-running session is alive (one silent for 60 s is shown as stalled), with what you are doing now as progress.")]
+    async fn session_heartbeat(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<HeartbeatArgs>) -> Reply {
         let session = match self.session(&ctx, a.session, "heartbeat").await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
-        self.core(&ctx, move |p, who| sessions::heartbeat(p, who, &session)).await
+        self.core(&ctx, move |p, who| sessions::heartbeat(p, who, &session, a.progress.as_deref())).await
     }
 
     #[tool(description = "A session: its task, agent, status, health and summary.")]

@@ -38,7 +38,7 @@ fn tool_shapes_agents_expect_work_through_the_python_sdk() {
 
     // The implicit session's proposal: its own task, reviewing, exactly its two edits.
     let agents = f.cairn(&["list-agents", "--json"]).ok().json();
-    let implicit: Vec<&Value> = agents.as_array().unwrap().iter().filter(|a| a["id"] != agent).collect();
+    let implicit: Vec<&Value> = agents.as_array().unwrap().iter().filter(|a| a["task"].as_str().is_some_and(|t| t.contains("quick-agent"))).collect();
     assert_eq!(implicit.len(), 1, "{agents}");
     assert_eq!(implicit[0]["state"], "reviewing", "{agents}");
     let diff = f.cairn(&["diff", implicit[0]["id"].as_str().unwrap()]).ok().stdout;

@@ -122,6 +122,28 @@ async def main(cairn, root):
         big = await err(c, "task_create", title="t" * 5000)
         assert "at most" in big, big
 
+        # The rest of the task-graph contract: expected_actor, metadata, progress, execution,
+        # session_list, head.
+        t2, _ = await ok(c, "task_create", title="seed 004")
+        wrong = await err(c, "session_begin", task=t2["id"], idempotency_key="k2", expected_actor="agent:someone-else")
+        assert "agent:shape-agent" in wrong, wrong
+        s2, _ = await ok(c, "session_begin", task=t2["id"], idempotency_key="k2", expected_actor="agent:shape-agent",
+                         meta={"client": "shape-agent", "model": "scripted", "pid": 42})
+        got, _ = await ok(c, "session_get", session=s2["id"])
+        assert got["meta"] == {"client": "shape-agent", "model": "scripted", "pid": 42}, got
+        await ok(c, "session_heartbeat", session=s2["id"], progress="writing tests")
+        tg, _ = await ok(c, "task_get", id=t2["id"])
+        assert tg["execution"] == "active" and tg["progress"] == "writing tests", tg
+        active, _ = await ok(c, "task_list", execution="active")
+        assert t2["id"] in [t["id"] for t in active["tasks"]] and all(t["execution"] == "active" for t in active["tasks"]), active
+        listed, _ = await ok(c, "session_list", task=t2["id"], status="active")
+        assert [x["id"] for x in listed["sessions"]] == [s2["id"]], listed
+        await ok(c, "write_file", session=s2["id"], path="s2.txt", content="s2\n")
+        fin, _ = await ok(c, "session_finish", session=s2["id"], summary="s2")
+        assert fin["head"].startswith("blake3:"), fin
+        waiting, _ = await ok(c, "task_list", execution="awaiting_review")
+        assert t2["id"] in [t["id"] for t in waiting["tasks"]], waiting
+
         # 32 parallel edit_file calls on one file: every success is in the proposal.
         lines = [f"item {i} = {i}" for i in range(32)]
         await ok(c, "write_file", session=sid, path="par.txt", content="\n".join(lines) + "\n")

@@ -27,6 +27,13 @@ pub struct Task {
     pub row: TaskRow,
     /// Every dep is closed.
     pub ready: bool,
+    /// How its work goes: `active` or `stalled` (an open session, by its heartbeats),
+    /// `awaiting_review` (a finished session's proposal is reviewing); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
+    /// What the agent of its open session last said it is doing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
 }
 
 /// The configured statuses and their roles.
@@ -69,6 +76,8 @@ pub struct Filter {
     pub status: Option<String>,
     pub assignee: Option<String>,
     pub ready: Option<bool>,
+    /// `active`, `stalled` or `awaiting_review` ([`Task::execution`]).
+    pub execution: Option<String>,
 }
 
 /// A fresh task id: `t` and six hex digits.
@@ -155,7 +164,22 @@ pub fn get(project: &Project, id: &str) -> Result<Task> {
     let bin = project.bin()?;
     let row = bin.task_get(&bin.task_resolve(id)?)?;
     let ready = deps_open(project, &row, |d| bin.task_get(d).ok().map(|t| t.status))?.is_empty();
-    Ok(Task { row, ready })
+    let (execution, progress) = execution(project, &row, &bin.session_list(Some(&row.id))?)?;
+    Ok(Task { row, ready, execution, progress })
+}
+
+/// A task's execution and progress, from its sessions (any order) and its agent's state.
+fn execution(project: &Project, row: &TaskRow, sessions: &[crate::store::bin::SessionRow]) -> Result<(Option<String>, Option<String>)> {
+    let mine = sessions.iter().filter(|s| s.task == row.id);
+    if let Some(open) = mine.clone().filter(|s| s.status == "active").max_by_key(|s| s.heartbeat_ms) {
+        let stalled = crate::time::now_ms() - open.heartbeat_ms > sessions::STALLED_AFTER_MS;
+        return Ok((Some(if stalled { "stalled" } else { "active" }.into()), open.progress.clone()));
+    }
+    let reviewing = match &row.agent {
+        Some(a) if mine.clone().any(|s| &s.agent == a) => project.bin()?.get(a).map(|r| r.state == crate::lifecycle::State::Reviewing).unwrap_or(false),
+        _ => false,
+    };
+    Ok((reviewing.then(|| "awaiting_review".to_string()), None))
 }
 
 /// Ids of the deps of `row` that are not closed; `status_of` gives a task's status.
@@ -169,14 +193,17 @@ pub fn list(project: &Project, filter: &Filter) -> Result<Vec<Task>> {
     let rows = project.bin()?.task_list()?;
     // One read of every task: deps resolve against it, not one query each.
     let status: std::collections::HashMap<String, String> = rows.iter().map(|r| (r.id.clone(), r.status.clone())).collect();
+    let sessions = project.bin()?.session_list(None)?;
     let mut out = Vec::new();
     for row in rows {
         let ready = deps_open(project, &row, |d| status.get(d).cloned())?.is_empty();
+        let (execution, progress) = execution(project, &row, &sessions)?;
         let keep = filter.status.as_ref().is_none_or(|s| *s == row.status)
             && filter.assignee.as_ref().is_none_or(|a| row.assignee.as_ref() == Some(a))
-            && filter.ready.is_none_or(|r| r == ready);
+            && filter.ready.is_none_or(|r| r == ready)
+            && filter.execution.as_ref().is_none_or(|e| execution.as_ref() == Some(e));
         if keep {
-            out.push(Task { row, ready });
+            out.push(Task { row, ready, execution, progress });
         }
     }
     Ok(out)

@@ -37,11 +37,23 @@ fn with_health(row: SessionRow) -> Session {
 
 /// Begins (or, for a key seen before, returns) `actor`'s session on `task`.
 pub fn begin(project: &Project, actor: &str, task: &str, key: &str) -> Result<Session> {
+    begin_with(project, actor, task, key, None)
+}
+
+/// Most bytes of a session's runtime metadata (as JSON) and of its progress text.
+pub const MAX_META_BYTES: usize = 4096;
+
+/// [`begin`], keeping free runtime metadata (`meta`: client, model, pid, ...) on the session.
+pub fn begin_with(project: &Project, actor: &str, task: &str, key: &str, meta: Option<&serde_json::Value>) -> Result<Session> {
     if key.trim().is_empty() {
         return Err(Error::Usage("session_begin needs an idempotency key".into()));
     }
+    super::bounded("idempotency_key", key, super::MAX_TITLE_CHARS)?;
+    if let Some(m) = meta {
+        super::bounded("meta", &m.to_string(), MAX_META_BYTES)?;
+    }
     let t = get(project, task)?;
-    let (s, new) = project.bin()?.session_begin(&t.row, actor, key)?;
+    let (s, new) = project.bin()?.session_begin(&t.row, actor, key, meta)?;
     if !new {
         if s.task != t.row.id || s.actor != actor {
             return Err(Error::Usage(format!("idempotency key '{key}' belongs to another session")));
@@ -118,10 +130,14 @@ impl SessionLock {
     }
 }
 
-/// Records that the session is alive.
-pub fn heartbeat(project: &Project, actor: &str, id: &str) -> Result<Session> {
+/// Records that the session is alive, and what it is doing (`progress`, when given).
+pub fn heartbeat(project: &Project, actor: &str, id: &str, progress: Option<&str>) -> Result<Session> {
     let mut s = open(project, actor, id)?;
     s.heartbeat_ms = crate::time::now_ms();
+    if let Some(p) = progress {
+        super::bounded("progress", p, MAX_META_BYTES)?;
+        s.progress = Some(p.to_string());
+    }
     project.bin()?.session_update(&s)?;
     Ok(with_health(s))
 }
@@ -160,6 +176,7 @@ fn complete(project: &Project, actor: &str, mut s: SessionRow) -> Result<Session
         let summary = project.overlay(&s.agent)?.kv_get("submission")?.and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok()).and_then(|v| v["summary"].as_str().map(str::to_string));
         s.status = "finished".into();
         s.summary = summary;
+        s.head = Some(head(&project.overlay(&s.agent)?)?);
         s.heartbeat_ms = crate::time::now_ms();
         project.bin()?.session_update(&s)?;
     }
@@ -169,6 +186,47 @@ fn complete(project: &Project, actor: &str, mut s: SessionRow) -> Result<Session
         transition(project, actor, &s.task, flow.review())?;
     }
     Ok(with_health(s))
+}
+
+/// The proposal's content hash: every changed path with its content's hash (or its
+/// deletion), in path order, hashed. The same proposal always has the same head.
+fn head(overlay: &crate::store::overlay::Overlay) -> Result<String> {
+    let mut listing = String::new();
+    for c in overlay.changes()? {
+        let what = match &c.change {
+            crate::store::overlay::Change::Write { content, mode, .. } => format!("{} {mode:o}", hex::encode(crate::store::hash_bytes(content))),
+            crate::store::overlay::Change::Delete => "deleted".to_string(),
+        };
+        listing.push_str(&format!("{}\0{what}\n", c.path));
+    }
+    Ok(format!("blake3:{}", hex::encode(crate::store::hash_bytes(listing.as_bytes()))))
+}
+
+/// Sessions matching `filter`, oldest first.
+pub fn list(project: &Project, filter: &SessionFilter) -> Result<Vec<Session>> {
+    let task = match &filter.task {
+        Some(t) => Some(get(project, t)?.row.id),
+        None => None,
+    };
+    let rows = project.bin()?.session_list(task.as_deref())?;
+    Ok(rows
+        .into_iter()
+        .map(with_health)
+        .filter(|s| filter.actor.as_ref().is_none_or(|a| &s.row.actor == a))
+        .filter(|s| filter.status.as_ref().is_none_or(|st| &s.row.status == st))
+        .filter(|s| filter.health.as_ref().is_none_or(|h| &s.health == h))
+        .collect())
+}
+
+/// Filters of [`list`]; `None` ignores one.
+#[derive(Debug, Default)]
+pub struct SessionFilter {
+    pub task: Option<String>,
+    pub actor: Option<String>,
+    /// `active`, `finished` or `cancelled`.
+    pub status: Option<String>,
+    /// `active`, `stalled`, `finished` or `cancelled`.
+    pub health: Option<String>,
 }
 
 /// Completes the finish of every session whose process died in the middle of it (agent left

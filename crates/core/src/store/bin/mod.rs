@@ -188,6 +188,7 @@ impl Bin {
         let conn = super::open(path, &format!("{SCHEMA}{}", tasks::SCHEMA))?;
         events::migrate(&conn)?;
         journal::migrate(&conn)?;
+        tasks::migrate(&conn)?;
         Ok(Bin { conn })
     }
 

@@ -39,9 +39,21 @@ CREATE TABLE IF NOT EXISTS sessions(
     status TEXT NOT NULL,
     heartbeat_ms INTEGER NOT NULL,
     created_ms INTEGER NOT NULL,
-    summary TEXT
+    summary TEXT,
+    meta TEXT,
+    progress TEXT,
+    head TEXT
 ) WITHOUT ROWID;
 ";
+
+/// Adds the runtime metadata, progress and head of a session to tables made before them.
+pub(super) fn migrate(conn: &rusqlite::Connection) -> Result<()> {
+    let has = |col: &str| -> Result<bool> { Ok(conn.prepare("SELECT 1 FROM pragma_table_info('sessions') WHERE name = ?1")?.exists([col])?) };
+    if !has("meta")? {
+        conn.execute_batch("ALTER TABLE sessions ADD COLUMN meta TEXT; ALTER TABLE sessions ADD COLUMN progress TEXT; ALTER TABLE sessions ADD COLUMN head TEXT;")?;
+    }
+    Ok(())
+}
 
 /// An agent session (`cairn mcp`): one attempt at a task, owning one agent and its overlay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +66,12 @@ pub struct SessionRow {
     pub status: String,
     pub heartbeat_ms: i64,
     pub summary: Option<String>,
+    /// Free runtime metadata the agent gave at begin (client, model, pid, ...).
+    pub meta: Option<serde_json::Value>,
+    /// What the agent last said it is doing (its heartbeat).
+    pub progress: Option<String>,
+    /// What was submitted: the proposal's content hash.
+    pub head: Option<String>,
 }
 
 /// A check's outcome.
@@ -231,17 +249,29 @@ impl Bin {
     }
 }
 
-const SESSION_COLS: &str = "id, task_id, agent_id, actor, status, heartbeat_ms, summary";
+const SESSION_COLS: &str = "id, task_id, agent_id, actor, status, heartbeat_ms, summary, meta, progress, head";
 
 fn session_row(r: &Row) -> rusqlite::Result<SessionRow> {
-    Ok(SessionRow { id: r.get(0)?, task: r.get(1)?, agent: r.get(2)?, actor: r.get(3)?, status: r.get(4)?, heartbeat_ms: r.get(5)?, summary: r.get(6)? })
+    let meta: Option<String> = r.get(7)?;
+    Ok(SessionRow {
+        id: r.get(0)?,
+        task: r.get(1)?,
+        agent: r.get(2)?,
+        actor: r.get(3)?,
+        status: r.get(4)?,
+        heartbeat_ms: r.get(5)?,
+        summary: r.get(6)?,
+        meta: meta.and_then(|m| serde_json::from_str(&m).ok()),
+        progress: r.get(8)?,
+        head: r.get(9)?,
+    })
 }
 
 impl Bin {
     /// Starts a session for `task` under `key`: a new agent (provider `mcp`, executing, no
     /// worker) and the session row, in one transaction. A key seen before returns its
     /// session instead (`None` for the agent's title means the task's title is used).
-    pub fn session_begin(&self, task: &TaskRow, actor: &str, key: &str) -> Result<(SessionRow, bool)> {
+    pub fn session_begin(&self, task: &TaskRow, actor: &str, key: &str, meta: Option<&serde_json::Value>) -> Result<(SessionRow, bool)> {
         let tx = self.write_tx()?;
         if let Some(existing) = tx.query_row(&format!("SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"), [key], session_row).optional()? {
             return Ok((existing, false));
@@ -258,8 +288,8 @@ impl Bin {
         insert_event(&tx, &agent, State::Executing, &EventKind::StateChanged { message: format!("session of {actor} on task {}", task.id) })?;
         let id = format!("s{agent}");
         tx.execute(
-            "INSERT INTO sessions(id, task_id, agent_id, actor, key, status, heartbeat_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6)",
-            params![id, task.id, agent, actor, key, now],
+            "INSERT INTO sessions(id, task_id, agent_id, actor, key, status, heartbeat_ms, created_ms, meta) VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7)",
+            params![id, task.id, agent, actor, key, now, meta.map(|m| m.to_string())],
         )?;
         tx.commit()?;
         Ok((self.session_get(&id)?, true))
@@ -272,11 +302,11 @@ impl Bin {
             .ok_or_else(|| Error::Usage(format!("no session '{id}'")))
     }
 
-    /// Sets a session's status, heartbeat and summary.
+    /// Sets a session's status, heartbeat, summary, progress and head.
     pub fn session_update(&self, s: &SessionRow) -> Result<()> {
         self.conn.execute(
-            "UPDATE sessions SET status = ?2, heartbeat_ms = ?3, summary = ?4 WHERE id = ?1",
-            params![s.id, s.status, s.heartbeat_ms, s.summary],
+            "UPDATE sessions SET status = ?2, heartbeat_ms = ?3, summary = ?4, progress = ?5, head = ?6 WHERE id = ?1",
+            params![s.id, s.status, s.heartbeat_ms, s.summary, s.progress, s.head],
         )?;
         Ok(())
     }
