@@ -271,6 +271,27 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    /// As the router calls tools, except that arguments of the wrong shape are refused naming
+    /// the argument at fault (a protocol fault: a JSON-RPC error).
+    async fn call_tool(&self, request: rmcp::model::CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let tool = self.tool_router.get(&request.name).cloned();
+        let args = request.arguments.clone();
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let why = || tool.as_ref().and_then(|t| schema::explain(&t.input_schema, args.as_ref()));
+        match self.tool_router.call(tcc).await {
+            Err(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS => match why() {
+                Some(why) => Err(ErrorData::invalid_params(format!("{why} ({})", e.message), None)),
+                None => Err(e),
+            },
+            // Newer protocol versions get the same fault as a failed result.
+            Ok(rmcp::model::CallToolResponse::Complete(r)) if r.is_error == Some(true) && r.structured_content.is_none() => Ok(rmcp::model::CallToolResponse::Complete(match why() {
+                Some(why) => failed("usage", format!("{why}; see the tool's input schema")),
+                None => r,
+            })),
+            other => other,
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(rmcp::model::Implementation::new("cairn", env!("CARGO_PKG_VERSION")))

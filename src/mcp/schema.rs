@@ -96,3 +96,54 @@ fn tidy(v: &mut Value, defs: &Value, depth: usize) {
         _ => {}
     }
 }
+
+/// Why `args` do not fit a tool's input `schema`, naming the argument at fault (what serde
+/// says alone — "invalid type: integer, expected a string" — names none).
+pub fn explain(schema: &JsonObject, args: Option<&JsonObject>) -> Option<String> {
+    let empty = Map::new();
+    check_object(schema, args.unwrap_or(&empty), "")
+}
+
+fn check_object(schema: &Map<String, Value>, args: &Map<String, Value>, at: &str) -> Option<String> {
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    if let Some(bad) = args.iter().find_map(|(k, v)| props.get(k).and_then(|p| check_value(p, v, &format!("{at}{k}")))) {
+        return Some(bad);
+    }
+    for req in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        if args.get(req).is_none_or(Value::is_null) {
+            let what = props.get(req).and_then(|p| p.get("description")).and_then(Value::as_str).unwrap_or("");
+            return Some(format!("missing required argument `{at}{req}`{}", if what.is_empty() { String::new() } else { format!(": {what}") }));
+        }
+    }
+    None
+}
+
+fn check_value(schema: &Value, v: &Value, at: &str) -> Option<String> {
+    let want = schema.get("type").and_then(Value::as_str)?;
+    let fits = match (want, v) {
+        (_, Value::Null) => true,
+        ("string", Value::String(_)) | ("boolean", Value::Bool(_)) | ("array", Value::Array(_)) | ("object", Value::Object(_)) => true,
+        ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => n.is_u64() || n.is_i64(),
+        _ => false,
+    };
+    if !fits {
+        let got = match v {
+            Value::String(_) => "a string",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+            Value::Null => "null",
+        };
+        let article = if want.starts_with(['a', 'i', 'o']) { "an" } else { "a" };
+        return Some(format!("argument `{at}` must be {article} {want}, not {got}"));
+    }
+    match (v, schema.get("items")) {
+        (Value::Array(items), Some(item_schema)) => items.iter().enumerate().find_map(|(i, x)| check_value(item_schema, x, &format!("{at}[{i}]"))),
+        _ => match (v, schema.as_object()) {
+            (Value::Object(o), Some(s)) if s.contains_key("properties") => check_object(s, o, &format!("{at}.")),
+            _ => None,
+        },
+    }
+}

@@ -39,7 +39,7 @@ fn the_official_python_client_proposes_through_cairn() {
     assert!(r["stale"].as_str().unwrap().contains("stale tag 2:"), "{r}");
     assert_eq!(r["script"], serde_json::json!({ "result": 1 }), "run_script sees the session's edits");
     assert!(r["unknown_tool"].as_str().unwrap().contains("not found"), "{r}");
-    assert!(r["bad_args"].as_str().unwrap().contains("expected a string"), "{r}");
+    assert!(r["bad_args"].as_str().unwrap().contains("argument `path` must be a string"), "{r}");
     assert!(r["after_finish"].as_str().unwrap().contains("is finished"), "{r}");
     assert_eq!(r["checks"], serde_json::json!(["pass"]));
     assert_eq!(r["alive"], "agent:pytest-agent", "the server survived the errors");

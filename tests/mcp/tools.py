@@ -119,6 +119,19 @@ async def main(cairn, root):
         assert "project" in outside and root in outside, outside
         unknown = await err(c, "read_file", session="no-such-session", path="app.py")
         assert "no-such-session" in unknown, unknown
+        async def protocol_fault(name, args):
+            try:
+                r = await c.call_tool(name, args)
+            except Exception as e:  # a JSON-RPC error (older protocol versions)
+                return str(e)
+            assert is_error(r), f"{name}({args}) was accepted: {r}"
+            return r.content[0].text
+        wrong = await protocol_fault("write_file", {"session": sid, "path": 7, "content": "x"})
+        assert "`path` must be a string" in wrong, wrong
+        nested = await protocol_fault("edit_file", {"session": sid, "path": "app.py", "edits": [{"old_text": 1, "new_text": "x"}]})
+        assert "`edits[0].old_text`" in nested, nested
+        none = await protocol_fault("delete_file", {"session": sid})
+        assert "missing required argument `path`" in none, none
         big = await err(c, "task_create", title="t" * 5000)
         assert "at most" in big, big
 
