@@ -39,12 +39,18 @@ setup_neovims() {
 }
 
 # The official MCP Python SDK (PyPI `mcp`), the client the MCP tests drive `cairn mcp` with,
-# and pytest, which the confined-run tests run as a user's test suite.
+# and pytest, which the confined-run tests run as a user's test suite; the TypeScript SDK (npm).
 setup_mcp_client() {
     local venv="$here/.venv/mcp"
     if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp, pytest' 2>/dev/null; then
         python3 -m venv "$venv"
         "$venv/bin/pip" install -q --disable-pip-version-check 'mcp>=1.20' pytest
+    fi
+    # The official TypeScript SDK, for the same client-side tests from node.
+    local ts="$here/.venv/mcp-ts"
+    if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ]; then
+        command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+        npm install --prefix "$ts" --no-audit --no-fund --loglevel=error '@modelcontextprotocol/sdk@1.32.2' >/dev/null
     fi
 }
 

@@ -126,3 +126,35 @@ fn closing_the_client_mid_call_ends_the_server_and_its_work() {
         assert!(agents.as_array().unwrap().iter().any(|a| a["state"] == "reviewing"), "{tool}: {agents}");
     }
 }
+
+/// The same lifecycle through the official SDKs: Python (`tests/mcp/lifecycle.py`, a cancelled
+/// asyncio task) and TypeScript (`tests/mcp/lifecycle.mjs`, an aborted call), each cancelling a
+/// run_command and a run_script, then closing mid-call: every stop within 2 s, asserted there.
+#[test]
+fn the_python_and_typescript_sdks_cancel_and_close_with_nothing_left_running() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ts = here.join(".venv/mcp-ts/node_modules");
+    assert!(ts.join("@modelcontextprotocol/sdk").exists(), "the MCP TypeScript SDK is missing: run `bash scripts/test.sh`");
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    let py = std::process::Command::new(here.join(".venv/mcp/bin/python"))
+        .arg(here.join("tests/mcp/lifecycle.py"))
+        .arg(exe())
+        .arg(&f.root)
+        .arg(std::process::id().to_string())
+        .current_dir(&f.root)
+        .env("CAIRN_HOME", &f.home)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "Python SDK:\n{}\n{}", String::from_utf8_lossy(&py.stdout), String::from_utf8_lossy(&py.stderr));
+    // ESM resolves packages next to the script: run a copy beside the SDK's node_modules.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(here.join("tests/mcp/lifecycle.mjs"), dir.path().join("lifecycle.mjs")).unwrap();
+    std::os::unix::fs::symlink(&ts, dir.path().join("node_modules")).unwrap();
+    let node = std::process::Command::new("node").arg(dir.path().join("lifecycle.mjs")).arg(exe()).arg(&f.root).current_dir(&f.root).env("CAIRN_HOME", &f.home).output().unwrap();
+    assert!(node.status.success(), "TypeScript SDK:\n{}\n{}", String::from_utf8_lossy(&node.stdout), String::from_utf8_lossy(&node.stderr));
+    for out in [&py.stdout, &node.stdout] {
+        let r: Value = serde_json::from_str(String::from_utf8_lossy(out).lines().last().unwrap()).unwrap();
+        assert!(r["alive"].as_str().is_some_and(|a| a.starts_with("agent:")) && r["close_ms"].as_u64().is_some(), "{r}");
+    }
+}
