@@ -132,6 +132,8 @@ async def main(cairn, root):
         assert "`edits[0].old_text`" in nested, nested
         none = await protocol_fault("delete_file", {"session": sid})
         assert "missing required argument `path`" in none, none
+        boom = await err(c, "run_script", session=sid, code="1 / 0")
+        assert "ZeroDivisionError" in boom, boom
         big = await err(c, "task_create", title="t" * 5000)
         assert "at most" in big, big
 
