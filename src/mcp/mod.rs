@@ -78,13 +78,15 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     rt.block_on(async move {
         // The moment stdin ends, what runs for the client is killed: its calls end at once
         // and the server does not wait out their work.
-        let stdin = EofWatch { inner: tokio::io::stdin(), fired: false };
-        match server.serve((stdin, tokio::io::stdout())).await {
+        let (io, writer) = pipe();
+        match server.serve(io).await {
             Ok(running) => {
                 let _ = running.waiting().await;
             }
             Err(e) => tracing::warn!("mcp: the client did not initialize: {e}"),
         }
+        // Every answer rmcp wrote reaches the client.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     });
     // The client is gone: what still runs for it is killed (its calls then end and release
     // their sessions), its own session becomes a proposal (or ends, when it changed nothing).
@@ -104,25 +106,56 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     Ok(())
 }
 
-/// The client's side of the pipe, which kills what runs for the client at end-of-file.
-struct EofWatch<R> {
-    inner: R,
-    fired: bool,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofWatch<R> {
-    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let std::task::Poll::Ready(Ok(())) = polled {
-            if buf.filled().len() == before && buf.remaining() > 0 && !self.fired {
-                self.fired = true;
-                tracing::info!("mcp: the client closed the connection");
-                kill_children();
+/// The pipe between the client and rmcp, a line at a time: a line that is not JSON is answered
+/// with a JSON-RPC parse error (-32700, id null) and dropped, the server serving on; at the end
+/// of stdin what runs for the client is killed at once and rmcp sees the end. Returns the
+/// server's side (what rmcp reads, where rmcp writes) and the task writing stdout, which ends
+/// once rmcp is done writing.
+fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (mut to_rmcp, rmcp_reads) = tokio::io::duplex(1 << 16);
+    let (rmcp_writes, from_rmcp) = tokio::io::duplex(1 << 16);
+    let (faults, mut fault_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
+                let _ = faults.send(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("Parse error: {e}") } }).to_string());
+                continue;
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            if to_rmcp.write_all(&line).await.is_err() {
+                break;
             }
         }
-        polled
-    }
+        tracing::info!("mcp: the client closed the connection");
+        kill_children();
+    });
+    let writer = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        let mut replies = tokio::io::BufReader::new(from_rmcp).lines();
+        loop {
+            let line = tokio::select! {
+                r = replies.next_line() => match r { Ok(Some(l)) => l, _ => break },
+                Some(f) = fault_rx.recv() => f,
+            };
+            if out.write_all(format!("{line}\n").as_bytes()).await.and(out.flush().await).is_err() {
+                break;
+            }
+        }
+    });
+    ((rmcp_reads, rmcp_writes), writer)
 }
 
 /// Kills this process's children (a sandbox child, a confined run's init: its whole pid

@@ -61,7 +61,7 @@ fn the_official_python_client_proposes_through_cairn() {
 }
 
 #[test]
-fn garbage_on_stdin_ends_the_server_without_touching_state() {
+fn garbage_on_stdin_gets_parse_errors_and_touches_no_state() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
     f.init();
     f.cairn(&["task", "create", "existing"]).ok();
@@ -70,6 +70,8 @@ fn garbage_on_stdin_ends_the_server_without_touching_state() {
     {
         let mut stdin = child.stdin.take().unwrap();
         let _ = stdin.write_all(b"\x00\xff not json at all\n{\"jsonrpc\": \"2.0\", \"method\": 7}\n\n}}}\n");
+        // Still serving: a valid request after the garbage gets its answer.
+        let _ = stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"g\",\"version\":\"1\"}}}\n");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
@@ -83,6 +85,11 @@ fn garbage_on_stdin_ends_the_server_without_touching_state() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.is_some(), "cairn mcp did not end after garbage and EOF");
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
+    let replies: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(replies.iter().filter(|r| r["error"]["code"] == -32700 && r["id"].is_null()).count(), 2, "a parse error per line that is not JSON: {out}");
+    assert!(replies.iter().any(|r| r["id"] == 1 && r["result"]["serverInfo"]["name"] == "cairn"), "the request after the garbage was answered: {out}");
     let after = (f.cairn(&["list-agents", "--all", "--json"]).ok().stdout, f.cairn(&["task", "list", "--json"]).ok().stdout, f.tree());
     assert_eq!(before, after);
 }
