@@ -1,6 +1,6 @@
 """The lifecycle of a call, through the official Python SDK: cancelling a call (the SDK sends
-`notifications/cancelled` when the awaiting task is cancelled) stops its work — a confined
-command, a sandboxed script — within 2 s and the server serves on; closing the client mid-call
+`notifications/cancelled` when the awaiting task is cancelled) stops its work — a confined command,
+a sandboxed script, a task check — within 2 s and the server serves on; closing the client mid-call
 ends the server and its work within 2 s. The server is found by its unique `--actor`; its
 work as its descendants in /proc.
 
@@ -65,7 +65,14 @@ async def main(cairn, root, tag):
         async with ClientSession(read, write, client_info=types.Implementation(name="py-lifecycle", version="1")) as s:
             await s.initialize()
             server = next(p for p, (_, _, cmd) in procs().items() if actor in cmd and " mcp " in f" {cmd} ")
-            for tool, args, marker in [("run_command", {"command": "sleep 300"}, "sleep"), ("run_script", {"code": "while True:\n    pass\n"}, "__sandbox")]:
+            # A task whose check runs long, with a proposal to check.
+            made = await s.call_tool("task_create", {"title": "slow check", "checks": [{"desc": "slow", "cmd": "sleep 300"}]})
+            task = (getattr(made, "structured_content", None) or made.structuredContent)["id"]
+            began = await s.call_tool("session_begin", {"task": task, "idempotency_key": "slow"})
+            sess = (getattr(began, "structured_content", None) or began.structuredContent)["id"]
+            await s.call_tool("write_file", {"session": sess, "path": "c.txt", "content": "c\n"})
+            await s.call_tool("session_finish", {"session": sess, "summary": "c"})
+            for tool, args, marker in [("run_command", {"command": "sleep 300"}, "sleep"), ("run_script", {"code": "while True:\n    pass\n"}, "__sandbox"), ("task_run_checks", {"id": task}, "sleep")]:
                 call = asyncio.create_task(s.call_tool(tool, args))
                 work = []
 
