@@ -109,7 +109,7 @@ fn ambiguous_prefix_is_refused() {
 #[test]
 fn check_prints_file_line_col_diagnostics() {
     let f = project();
-    f.write("bad.pym", "import os\nx = 1\nundefined_call(x)\neval('1')\n");
+    f.write("bad.pym", "import socket\nx = 1\nundefined_call(x)\neval('1')\n");
     let r = f.cairn(&["check", f.root.join("bad.pym").to_str().unwrap()]);
     assert_eq!(r.code, 1);
     let file = f.root.join("bad.pym").display().to_string();
@@ -117,7 +117,7 @@ fn check_prints_file_line_col_diagnostics() {
     assert_eq!(
         lines,
         [
-            format!("{file}:1:8: import of 'os' is not allowed: the sandbox has no module 'os' (it has {})", cairn::sandbox::policy::ALLOWED_IMPORTS.join(", ")),
+            format!("{file}:1:8: import of 'socket' is not allowed: the sandbox has no module 'socket' (it has {})", cairn::sandbox::policy::ALLOWED_IMPORTS.join(", ")),
             format!("{file}:3:1: call to unknown function 'undefined_call'"),
             format!("{file}:4:1: call to forbidden builtin 'eval'"),
         ]

@@ -82,11 +82,11 @@ sys.exit('bad input')
 fn an_unavailable_module_is_named_with_the_available_ones() {
     let f = Fixture::new();
     f.init();
-    f.write("agent.pym", "import os\nimport subprocess\n");
+    f.write("agent.pym", "import socket\nimport subprocess\n");
     let script = f.root.join("agent.pym");
     let r = f.cairn(&["check", script.to_str().unwrap()]);
     assert_ne!(r.code, 0, "{r:?}");
-    for needle in ["'os'", "'subprocess'", "dataclasses", "itertools", "textwrap"] {
+    for needle in ["'socket'", "'subprocess'", "dataclasses", "itertools", "textwrap"] {
         assert!(r.stdout.contains(needle) || r.stderr.contains(needle), "{needle} missing: {r:?}");
     }
     // At run time too (the syntax layer off), the error names the module and the list.

@@ -191,7 +191,7 @@ fn unreachable_and_silent_endpoints_error_within_the_timeout() {
 fn a_failed_check_is_sent_back_once_for_repair() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     let server = FakeLlm::start(vec![
-        completion("```python\nimport os\nwrite_file('a.txt', os.getcwd())\n```"),
+        completion("```python\nimport socket\nwrite_file('a.txt', socket.gethostname())\n```"),
         completion("```python\nwrite_file('a.txt', 'repaired')\n```"),
     ]);
     llm_config(&f, &server.url, "");
@@ -201,11 +201,11 @@ fn a_failed_check_is_sent_back_once_for_repair() {
     assert_eq!(seen.len(), 2);
     let repair = seen[1].body["messages"].as_array().unwrap();
     let last = repair.last().unwrap()["content"].as_str().unwrap();
-    assert!(last.contains("import of 'os' is not allowed"), "{last}");
+    assert!(last.contains("import of 'socket' is not allowed"), "{last}");
     assert_eq!(repair[repair.len() - 2]["role"], "assistant");
 
     // With repairs off, the failed check errors the agent.
-    let server = FakeLlm::start(vec![completion("```python\nimport os\n```")]);
+    let server = FakeLlm::start(vec![completion("```python\nimport socket\n```")]);
     llm_config(&f, &server.url, "repair_attempts = 0\n");
     let (_, st) = run_llm(&f, "fix a");
     assert_eq!(st["error_kind"], "check");

@@ -20,6 +20,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_tools;
 mod protected;
+mod pyfiles;
 mod review;
 mod runs;
 mod llm;

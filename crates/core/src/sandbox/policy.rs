@@ -17,13 +17,13 @@ pub const ALLOWED_IMPORTS: &[&str] = super::stdlib::PUBLIC;
 
 /// Builtins removed from the sandbox; calling one is a check error.
 pub const FORBIDDEN_BUILTINS: &[&str] = &[
-    "open", "eval", "exec", "compile", "input", "breakpoint", "help", "globals", "locals", "memoryview",
+    "eval", "exec", "compile", "input", "breakpoint", "help", "globals", "locals", "memoryview",
     "exit", "quit", "__import__", "copyright", "credits", "license",
 ];
 
 /// Builtins a script may call.
 pub const SAFE_BUILTINS: &[&str] = &[
-    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
+    "abs", "all", "any", "open", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
     "delattr", "dict", "dir", "divmod", "enumerate", "filter", "float", "format", "frozenset", "getattr", "hasattr",
     "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
     "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr",

@@ -42,7 +42,8 @@ impl Outcome {
 
 /// Runs `source` in a sandbox child (from `pool` when given, else freshly started from `exe`),
 /// serving its calls with `host`.
-pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
+pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
+    file_inputs(&mut inputs, host);
     let limits = host.limits.clone();
     let Spawned { mut proc, mut stdin, stdout, stderr } = match pool {
         Some(p) => p.take()?,
@@ -118,6 +119,14 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, inputs
             }
         }
     })
+}
+
+/// The inputs of the script's file layer (`child/py/_cairnfs.py`): its working directory (the
+/// project root: absolute paths inside it are files) and what it refuses up front, as CPython
+/// refuses a permission error.
+fn file_inputs(inputs: &mut Map<String, Value>, host: &Host) {
+    inputs.insert("project_root".into(), Value::String(host.view.project.root.display().to_string()));
+    inputs.insert("protected".into(), serde_json::json!({ "dirs": crate::paths::PROTECTED_DIRS, "files": crate::paths::PROTECTED_FILES }));
 }
 
 fn write_line(w: &mut impl Write, line: &str) -> std::io::Result<()> {

@@ -11,10 +11,13 @@
 
 /// Modules a script may import (top-level names; their submodules come along).
 pub const PUBLIC: &[&str] = &[
-    "grail", "__future__", "abc", "base64", "binascii", "bisect", "cmath", "collections", "copy", "csv",
-    "dataclasses", "datetime", "decimal", "difflib", "enum", "fnmatch", "fractions", "functools", "heapq", "io",
-    "itertools", "json", "math", "operator", "pathlib", "random", "re", "shlex", "statistics", "string", "struct",
-    "sys", "textwrap", "time", "tomllib", "types", "typing", "unicodedata",
+    "grail", "__future__", "abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs",
+    "collections", "colorsys", "contextlib", "contextvars", "copy", "copyreg", "csv", "dataclasses", "datetime",
+    "decimal", "difflib", "dis", "enum", "fnmatch", "fractions", "functools", "glob", "graphlib",
+    "heapq", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "math", "numbers", "operator",
+    "os", "pathlib", "pprint", "random", "re", "reprlib", "shlex", "shutil", "stat", "statistics", "string",
+    "struct", "sys", "textwrap", "time", "token", "tokenize", "tomllib", "traceback", "types", "typing",
+    "unicodedata", "warnings", "weakref",
 ];
 
 /// Native modules the child registers, from `rustpython-stdlib` (those of `rustpython-vm`
@@ -47,4 +50,4 @@ pub const FROZEN: &[&str] = &[
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil"];

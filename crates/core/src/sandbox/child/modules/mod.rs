@@ -22,13 +22,11 @@ use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 /// Builtins removed from the interpreter altogether (library code needs none of them).
 const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help", "exit", "quit"];
 
-/// The interpreter's `open`: library code may name it (`tokenize` imports it), but there are
-/// no files.
-fn no_files(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
-    let what = args.args.first().map(|a| a.repr(vm).map(|r| r.to_string())).transpose()?.unwrap_or_default();
-    // Called, not built: an OSError needs its own initialisation or str() on it fails.
-    let message = vm.ctx.new_str(format!("the sandbox has no files ({what}); use read_file and write_file"));
-    Err(vm.invoke_exception(vm.ctx.exceptions.permission_error.to_owned(), vec![message.into()])?)
+/// The built-in `open`: the project's files through the externals (`_cairnfs`, imported on
+/// first use: it reads the run's inputs).
+fn open_file(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+    let fs = vm.import("_cairnfs", 0)?;
+    fs.get_attr("open", vm)?.call(args, vm)
 }
 
 /// Sets up the modules and the script's namespace; returns the script's globals.
@@ -41,7 +39,7 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
             real.del_item(*name, vm)?;
         }
     }
-    real.set_item("open", vm.new_function("open", no_files).into(), vm)?;
+    real.set_item("open", vm.new_function("open", open_file).into(), vm)?;
     fidelity::install(vm)?;
     let restricted_sys = sys::install(vm)?;
     let script_builtins = vm.ctx.new_dict();

@@ -1,5 +1,5 @@
 """Cairn's `io` inside the sandbox: in-memory streams (StringIO, BytesIO), the stream
-classes and their abstract bases. There are no files: `open` raises, as `os` does."""
+classes and their abstract bases, and `open` over the project's proposal (`_cairnfs`)."""
 
 import _io
 import abc
@@ -20,8 +20,9 @@ def text_encoding(encoding, stacklevel=2):
     return "utf-8" if encoding is None else encoding
 
 
-def open(file, *args, **kwargs):
-    raise PermissionError("the sandbox has no files (%r); read and write the project with read_file and write_file" % (file,))
+def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+    import _cairnfs
+    return _cairnfs.open(file, mode, buffering, encoding, errors, newline, closefd, opener)
 
 
 open_code = open
