@@ -208,26 +208,51 @@ fn cancelled() -> CallToolResult {
 
 /// Runs `f` on the blocking pool. When the client cancels the call, the processes `f`
 /// started (a sandbox child, a confined run's init and with it its pid namespace) are killed,
-/// so the work stops instead of running to its timeout; `None` then.
+/// so the work stops instead of running to its timeout; `None` then. rmcp may also drop this
+/// future on a cancellation: the killing is done by a guard's drop, so it happens either way.
 async fn blocking<T: Send + 'static>(ctx: &RequestContext<RoleServer>, f: impl FnOnce() -> T + Send + 'static) -> Result<Option<T>, ErrorData> {
-    let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
-    let t = Arc::clone(&tid);
-    let mut task = tokio::task::spawn_blocking(move || {
+    let guard = KillOnDrop { tid: Arc::new(std::sync::atomic::AtomicI32::new(0)), done: Arc::new(std::sync::atomic::AtomicBool::new(false)), armed: true };
+    let (t, d) = (Arc::clone(&guard.tid), Arc::clone(&guard.done));
+    let task = tokio::task::spawn_blocking(move || {
         t.store(rustix::thread::gettid().as_raw_nonzero().get(), std::sync::atomic::Ordering::SeqCst);
-        f()
+        let out = f();
+        d.store(true, std::sync::atomic::Ordering::SeqCst);
+        out
     });
+    let mut guard = guard;
     tokio::select! {
-        out = &mut task => out.map(Some).map_err(internal),
-        () = ctx.ct.cancelled() => {
-            let tid = tid.load(std::sync::atomic::Ordering::SeqCst);
-            // Until the work ends, what it starts is killed (it may be starting a child now).
-            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-            while !task.is_finished() && tokio::time::Instant::now() < deadline {
-                kill_children_of(&format!("/proc/self/task/{tid}/children"));
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Ok(None)
+        out = task => {
+            guard.armed = false;
+            out.map(Some).map_err(internal)
         }
+        () = ctx.ct.cancelled() => Ok(None),
+    }
+}
+
+/// Kills, when dropped armed, what the blocking thread `tid` starts until its work is `done`
+/// (at most 5 s: it may be starting a child right now).
+struct KillOnDrop {
+    tid: Arc<std::sync::atomic::AtomicI32>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+    armed: bool,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (tid, done) = (Arc::clone(&self.tid), Arc::clone(&self.done));
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !done.load(std::sync::atomic::Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                let tid = tid.load(std::sync::atomic::Ordering::SeqCst);
+                if tid != 0 {
+                    kill_children_of(&format!("/proc/self/task/{tid}/children"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
     }
 }
 

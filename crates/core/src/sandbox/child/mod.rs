@@ -204,6 +204,7 @@ fn exception_type(vm: &VirtualMachine, name: &str) -> PyTypeRef {
         "FileNotFoundError" => e.file_not_found_error,
         "IsADirectoryError" => e.is_a_directory_error,
         "NotADirectoryError" => e.not_a_directory_error,
+        "FileExistsError" => e.file_exists_error,
         "TypeError" => e.type_error,
         "TimeoutError" => e.timeout_error,
         "NameError" => e.name_error,
@@ -214,15 +215,26 @@ fn exception_type(vm: &VirtualMachine, name: &str) -> PyTypeRef {
     .to_owned()
 }
 
+/// A path object (`pathlib.Path`, anything `os.PathLike`) as its string; any other value as is.
+fn fspath(vm: &VirtualMachine, a: &PyObjectRef) -> PyObjectRef {
+    if a.downcast_ref::<rustpython_vm::builtins::PyStr>().is_none() {
+        if let Some(p) = a.get_attr("__fspath__", vm).ok().and_then(|f| f.call((), vm).ok()) {
+            return p;
+        }
+    }
+    a.clone()
+}
+
 /// Forwards one external call to the parent and turns the reply into a value or an exception.
 pub(crate) fn call_host(vm: &VirtualMachine, name: &str, args: FuncArgs) -> PyResult {
     let mut jargs = Vec::with_capacity(args.args.len());
     for a in &args.args {
+        let a = &fspath(vm, a);
         jargs.push(value::to_json(vm, a).map_err(|e| vm.new_type_error(format!("{name}(): arguments must be str, int, float, bool, None, list or dict, not {}", e.0)))?);
     }
     let mut kwargs = Map::new();
     for (k, v) in &args.kwargs {
-        kwargs.insert(k.clone(), value::to_json(vm, v).map_err(|e| vm.new_type_error(format!("{name}(): argument '{k}' is not a plain value: {}", e.0)))?);
+        kwargs.insert(k.clone(), value::to_json(vm, &fspath(vm, v)).map_err(|e| vm.new_type_error(format!("{name}(): argument '{k}' is not a plain value: {}", e.0)))?);
     }
     send(&ChildMsg::Call { name: name.to_string(), args: jargs, kwargs });
     match recv() {
