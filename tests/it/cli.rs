@@ -109,7 +109,7 @@ fn ambiguous_prefix_is_refused() {
 #[test]
 fn check_prints_file_line_col_diagnostics() {
     let f = project();
-    f.write("bad.pym", "import socket\nx = 1\nundefined_call(x)\neval('1')\n");
+    f.write("bad.pym", "import socket\nx = 1\nundefined_call(x)\nbreakpoint()\n");
     let r = f.cairn(&["check", f.root.join("bad.pym").to_str().unwrap()]);
     assert_eq!(r.code, 1);
     let file = f.root.join("bad.pym").display().to_string();
@@ -119,7 +119,7 @@ fn check_prints_file_line_col_diagnostics() {
         [
             format!("{file}:1:8: import of 'socket' is not allowed: the sandbox has no module 'socket' (it has {})", cairn::sandbox::policy::ALLOWED_IMPORTS.join(", ")),
             format!("{file}:3:1: call to unknown function 'undefined_call'"),
-            format!("{file}:4:1: call to forbidden builtin 'eval'"),
+            format!("{file}:4:1: call to forbidden builtin 'breakpoint'"),
         ]
     );
     let ok = f.cairn(&["check", f.root.join("agents/rename.pym").to_str().unwrap(), "--json"]).ok().json();

@@ -16,14 +16,11 @@ use unicode_normalization::UnicodeNormalization;
 pub const ALLOWED_IMPORTS: &[&str] = super::stdlib::PUBLIC;
 
 /// Builtins removed from the sandbox; calling one is a check error.
-pub const FORBIDDEN_BUILTINS: &[&str] = &[
-    "eval", "exec", "compile", "input", "breakpoint", "help", "globals", "locals", "memoryview",
-    "exit", "quit", "__import__", "copyright", "credits", "license",
-];
+pub const FORBIDDEN_BUILTINS: &[&str] = &["input", "breakpoint", "help", "__import__", "copyright", "credits", "license"];
 
 /// Builtins a script may call.
 pub const SAFE_BUILTINS: &[&str] = &[
-    "abs", "all", "any", "open", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
+    "abs", "all", "any", "open", "eval", "exec", "compile", "globals", "locals", "memoryview", "exit", "quit", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
     "delattr", "dict", "dir", "divmod", "enumerate", "filter", "float", "format", "frozenset", "getattr", "hasattr",
     "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
     "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr",
@@ -41,12 +38,11 @@ pub const SAFE_BUILTINS: &[&str] = &[
     "external", "Input",
 ];
 
-/// Attributes that only an escape attempt needs: the way from any object to every class,
-/// to a function's globals and the builtins, to code objects and to the import machinery.
-pub const HOSTILE_DUNDERS: &[&str] = &[
-    "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__mro__", "__bases__", "__base__",
-    "__reduce__", "__reduce_ex__", "__getattribute__", "__loader__", "__spec__", "__import__",
-];
+/// Attributes that reach around Cairn's own machinery: a function's globals and the builtins
+/// (past the import gate and the stand-in modules), code objects, the import machinery. Class
+/// introspection (`__mro__`, `__bases__`, `__subclasses__`), `eval`/`exec` and the like are
+/// ordinary Python inside the OS boundary and allowed.
+pub const HOSTILE_DUNDERS: &[&str] = &["__globals__", "__builtins__", "__code__", "__closure__", "__loader__", "__spec__", "__import__"];
 
 /// Attributes that reach frames, code objects or interpreter internals.
 pub const FORBIDDEN_ATTRS: &[&str] = &[
@@ -137,10 +133,10 @@ mod tests {
 
     #[test]
     fn attribute_rules() {
-        for bad in ["__globals__", "__subclasses__", "gi_frame", "f_back", "co_code", "__ｇｌｏｂａｌｓ__", "__mro__"] {
+        for bad in ["__globals__", "__builtins__", "gi_frame", "f_back", "co_code", "__ｇｌｏｂａｌｓ__", "__code__"] {
             assert!(attribute_refusal(bad).is_some(), "{bad} allowed");
         }
-        for ok in ["__init__", "__name__", "append", "frame", "format", "code", "_cache", "__class__", "__dict__", "__slots__", "_asdict", "__cause__"] {
+        for ok in ["__init__", "__name__", "append", "frame", "format", "code", "_cache", "__class__", "__dict__", "__slots__", "_asdict", "__cause__", "__mro__", "__bases__", "__subclasses__", "__getattribute__", "__reduce__"] {
             assert!(attribute_refusal(ok).is_none(), "{ok} refused");
         }
         assert!(name_refusal("__builtins__").is_some() && name_refusal("__import__").is_some());
@@ -149,7 +145,7 @@ mod tests {
 
     #[test]
     fn format_rules() {
-        assert!(format_refusal("{0.__class__.__base__}").is_some());
+        assert!(format_refusal("{0.__init__.__globals__}").is_some());
         assert!(format_refusal("{x:{y.__globals__}}").is_some());
         assert!(format_refusal("{0.gi_frame}").is_some());
         assert!(format_refusal("{{0.__class__}}").is_none(), "escaped braces are text");

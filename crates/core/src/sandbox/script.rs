@@ -335,10 +335,11 @@ mod tests {
             ("import os\nwith open('a') as f:\n    f.read()\n", &[]),
             ("from subprocess import run\n", &["1:1: import from 'subprocess'"]),
             ("y = 1\nfoo(y)\n", &["2:1: call to unknown function 'foo'"]),
-            ("eval('1')\n", &["1:1: call to forbidden builtin 'eval'"]),
+            ("breakpoint()\n", &["1:1: call to forbidden builtin 'breakpoint'"]),
+            ("eval('1')\nexec('x = 1')\ntype(1).__mro__\n", &[]),
             ("def foo():\n    pass\nfoo()\n", &[]),
             ("x = (\n", &["syntax error"]),
-            ("f = eval\n", &["1:5: use of forbidden builtin 'eval'"]),
+            ("f = breakpoint\n", &["1:5: use of forbidden builtin 'breakpoint'"]),
         ];
         for (src, want) in cases {
             let got: Vec<String> = check(src).iter().map(|d| format!("{}:{}: {}", d.line, d.col, d.message)).collect();

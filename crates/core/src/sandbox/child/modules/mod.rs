@@ -20,7 +20,7 @@ use rustpython_vm::function::{FuncArgs, OptionalArg};
 use rustpython_vm::{PyObjectRef, PyResult, VirtualMachine};
 
 /// Builtins removed from the interpreter altogether (library code needs none of them).
-const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help", "exit", "quit"];
+const REMOVED_EVERYWHERE: &[&str] = &["input", "breakpoint", "help"];
 
 /// The built-in `open`: the project's files through the externals (`_cairnfs`, imported on
 /// first use: it reads the run's inputs).
@@ -42,6 +42,10 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
     real.set_item("open", vm.new_function("open", open_file).into(), vm)?;
     fidelity::install(vm)?;
     let restricted_sys = sys::install(vm)?;
+    // `exit()` and `quit()` are `sys.exit`: they end the script (0 or None: successfully).
+    let sys_exit = restricted_sys.get_attr("exit", vm)?;
+    real.set_item("exit", sys_exit.clone(), vm)?;
+    real.set_item("quit", sys_exit, vm)?;
     let script_builtins = vm.ctx.new_dict();
     for (k, v) in real.clone() {
         script_builtins.set_item(&*k, v, vm)?;
