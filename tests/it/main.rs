@@ -12,6 +12,7 @@ mod corpus;
 mod crash;
 mod events;
 mod externals;
+mod fidelity;
 mod hashline;
 mod jj;
 mod invariants;

@@ -1,0 +1,45 @@
+//! The same script, in the sandbox and in CPython (the host's `python3`), gives the same
+//! answer: differential tests of what agent scripts lean on, `re` first (a literal prefix that
+//! runs into a group was misplaced by RustPython's engine; patched in `patches/`).
+
+use crate::support::*;
+use std::process::Command;
+
+/// Runs `script` (its last line an expression) in CPython and in the sandbox; both print or
+/// return that expression as JSON.
+fn same_as_cpython(script: &str) {
+    let (body, last) = script.trim_end().rsplit_once('\n').unwrap();
+    let cpython = Command::new("python3").arg("-c").arg(format!("import json\n{body}\nprint(json.dumps({last}))")).output().unwrap();
+    assert!(cpython.status.success(), "CPython: {}", String::from_utf8_lossy(&cpython.stderr));
+    let want: serde_json::Value = serde_json::from_slice(&cpython.stdout).unwrap();
+    let f = Fixture::new();
+    f.init();
+    let s = f.run_ok(&format!("import json\n{body}\njson.loads(json.dumps({last}))"));
+    let got = f.cairn(&["status", &s.id, "--json"]).ok().json()["result"].clone();
+    assert_eq!(got, want, "the sandbox differs from CPython");
+}
+
+#[test]
+fn regex_literal_prefixes_into_groups_match_as_cpython() {
+    same_as_cpython(
+        r##"import re
+src = "def test_add():\n    pass\ndef test_sub(): pass\ndef __init__(self): pass\ndef _helper(x):\nclass A(B):\nclass C():\n"
+out = []
+out.append(re.findall(r"def (test_\w+)", src))
+out.append(re.search(r"def (_[a-z]\w*)\(", src).group(1))
+out.append(re.findall(r"class (\w+)\((\w*)\):", src))
+out.append(re.sub(r"import (\w+)", r"from \1 import *", "import os\nimport sys"))
+out.append(re.findall(r"ab(c|d)", "xxabcxxabd"))
+out.append([m.span() for m in re.finditer(r"foo(bar)?", "foobar foo")])
+out.append(re.split(r"x(y)", "axyb"))
+out.append(re.findall(r"TODO: (.*)", "# TODO: fix\n# TODO: more"))
+out.append(re.findall(r"self\.(\w+)", "self.a = self.b"))
+out.append(re.findall(r"abc(d+)", "abcdd abcd abc"))
+out.append(re.findall(r"(?i)def (\w+)", "DEF Foo def bar"))
+out.append(re.fullmatch(r"v(\d+)\.(\d+)", "v1.22").groups())
+out.append(re.match(r"(?P<k>\w+)=(?P<v>\d+)", "x=1").groupdict())
+out.append(re.findall(r"aa(a)", "aaaaaa"))
+out.append(re.findall(r"xy(z|yz)", "xyyz xyz"))
+out"##,
+    );
+}
