@@ -43,3 +43,15 @@ out.append(re.findall(r"xy(z|yz)", "xyyz xyz"))
 out"##,
     );
 }
+
+/// A gap in the interpreter (a Rust panic inside RustPython, here csv's `QUOTE_STRINGS`) is an
+/// `internal` error naming where it failed, never a crash of the sandbox process.
+#[test]
+fn a_panic_inside_the_interpreter_is_an_internal_error_naming_the_operation() {
+    let f = Fixture::new();
+    f.init();
+    let s = f.run_inline("import csv, io\nw = csv.writer(io.StringIO(), quoting=csv.QUOTE_STRINGS)\nw.writerow(['a', 1])\n");
+    assert_eq!(s.error_kind.as_ref().map(|k| k.as_str()), Some("internal"), "{:?}", s.error);
+    let e = s.error.unwrap_or_default();
+    assert!(e.contains("csv.rs") && e.contains("not in the script"), "{e}");
+}

@@ -467,7 +467,7 @@ fn the_parent_trusts_no_claim_from_the_child() {
     let cases: Vec<(String, Option<ErrorKind>)> = vec![
         ("echo 'not json at all'".into(), Some(ErrorKind::Crash)),
         ("head -c 70000000 /dev/zero | tr '\\\\0' x".into(), Some(ErrorKind::Limit)),
-        (format!("echo '{{\"t\":\"done\",\"result\":null,\"error\":{{\"kind\":\"internal\",\"message\":\"{big_message}\"}}}}'"), Some(ErrorKind::Crash)),
+        (format!("echo '{{\"t\":\"done\",\"result\":null,\"error\":{{\"kind\":\"timeout\",\"message\":\"{big_message}\"}}}}'"), Some(ErrorKind::Crash)),
         (format!("echo '{many_args}'; read reply; echo \"{{\\\"t\\\":\\\"done\\\",\\\"result\\\":$reply,\\\"error\\\":null}}\""), None),
         ("exit 0".into(), Some(ErrorKind::Crash)),
     ];

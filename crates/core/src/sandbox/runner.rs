@@ -185,11 +185,12 @@ fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, sta
     }
 }
 
-/// The kinds a child may report about its own script; any other claim (`timeout`, `limit`,
-/// `internal`, ...) is the parent's to make, so it reads as a crash.
+/// The kinds a child may report about its own script (`internal`: the interpreter failed
+/// inside an operation, not the script); any other claim (`timeout`, `limit`, ...) is the
+/// parent's to make, so it reads as a crash.
 fn claimed_kind(kind: ErrorKind) -> ErrorKind {
     match kind {
-        ErrorKind::Exception | ErrorKind::Syntax | ErrorKind::Recursion | ErrorKind::Memory | ErrorKind::Crash => kind,
+        ErrorKind::Exception | ErrorKind::Syntax | ErrorKind::Recursion | ErrorKind::Memory | ErrorKind::Crash | ErrorKind::Internal => kind,
         _ => ErrorKind::Crash,
     }
 }

@@ -29,6 +29,8 @@ use std::sync::{Mutex, OnceLock};
 
 /// Values for `Input(name)`.
 static INPUTS: OnceLock<Map<String, Value>> = OnceLock::new();
+/// Where a panic inside the interpreter happened (file:line of the Rust source).
+static PANICKED_AT: OnceLock<String> = OnceLock::new();
 /// The parent's side of the pipe (stdin of the child).
 static REPLIES: Mutex<Option<BufReader<std::io::Stdin>>> = Mutex::new(None);
 
@@ -86,10 +88,18 @@ pub fn main(mode: Mode, guards: bool) -> i32 {
     let _ = std::io::stdout().lock().flush();
     // The interpreter thread ends the process itself once it has answered: in a child forked
     // by the zygote it is the only thread there is.
+    // Where the interpreter panicked: the operation the report names.
+    std::panic::set_hook(Box::new(|info| {
+        if let Some(l) = info.location() {
+            let _ = PANICKED_AT.set(format!("{}:{}", l.file().rsplit("/src/").next().unwrap_or(l.file()), l.line()));
+        }
+    }));
     let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| interpret(mode == Mode::Zygote, guards, applied))).unwrap_or_else(|payload| {
             let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_default();
-            done_err(ErrorKind::Crash, format!("the interpreter crashed: {}", what.chars().take(300).collect::<String>()))
+            let at = PANICKED_AT.get().map(|a| format!(" in {a}")).unwrap_or_default();
+            let what: String = what.chars().take(300).collect();
+            done_err(ErrorKind::Internal, format!("the interpreter failed{at}: {what} (a gap in the sandbox's Python, not in the script; write it another way)"))
         });
         send(&done);
         std::process::exit(0)
