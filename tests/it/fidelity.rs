@@ -55,3 +55,29 @@ fn a_panic_inside_the_interpreter_is_an_internal_error_naming_the_operation() {
     let e = s.error.unwrap_or_default();
     assert!(e.contains("csv.rs") && e.contains("not in the script"), "{e}");
 }
+
+/// Modules agents reach for, each used as CPython's tests would: the same answers.
+#[test]
+fn modules_agents_reach_for_answer_as_cpython() {
+    same_as_cpython(
+        r##"import hashlib, hmac, zlib, logging, queue, threading, uuid, secrets, configparser, ast, contextlib, graphlib, traceback, warnings, keyword, pprint, textwrap
+import xml.etree.ElementTree as ET
+out = [hashlib.sha256(b"x").hexdigest(), hashlib.sha224(b"x").hexdigest(), hashlib.md5(b"x").hexdigest(), zlib.decompress(zlib.compress(b"aaaa" * 10)).decode()]
+out.append(hmac.new(b"k", b"m", "sha256").hexdigest())
+q = queue.Queue(); q.put(1); q.put(2); out.append([q.get(), q.get()])
+logging.getLogger("x").debug("quiet")
+t = threading.Thread(target=lambda: out.append("thread")); t.start(); t.join()
+out.append([len(str(uuid.uuid4())), len(secrets.token_hex(4))])
+cp = configparser.ConfigParser(); cp.read_string("[a]\nb = 1\n"); out.append(cp["a"]["b"])
+out.append(ET.fromstring("<a><b>t</b><b>u</b></a>").findall("b")[1].text)
+tree = ast.parse("def f(x):\n    return x + 1\n")
+out.append([type(n).__name__ for n in ast.walk(tree)][:4])
+out.append(ast.unparse(tree))
+with contextlib.suppress(KeyError):
+    {}["k"]
+out.append(list(graphlib.TopologicalSorter({"b": {"a"}, "c": {"b"}}).static_order()))
+out.append(keyword.iskeyword("def"))
+out.append(pprint.pformat({"b": [1, 2], "a": 1}))
+out"##,
+    );
+}

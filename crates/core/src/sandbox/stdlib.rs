@@ -14,10 +14,10 @@ pub const PUBLIC: &[&str] = &[
     "grail", "__future__", "abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs",
     "collections", "colorsys", "contextlib", "contextvars", "copy", "copyreg", "csv", "dataclasses", "datetime",
     "decimal", "difflib", "dis", "enum", "fnmatch", "fractions", "functools", "glob", "graphlib",
-    "heapq", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "math", "numbers", "operator",
-    "os", "pathlib", "pprint", "random", "re", "reprlib", "shlex", "shutil", "stat", "statistics", "string",
-    "struct", "sys", "textwrap", "time", "token", "tokenize", "tomllib", "traceback", "types", "typing",
-    "unicodedata", "warnings", "weakref",
+    "hashlib", "heapq", "hmac", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "logging", "math", "numbers", "operator",
+    "os", "pathlib", "pprint", "queue", "random", "re", "reprlib", "secrets", "shlex", "shutil", "stat",
+    "statistics", "string", "struct", "sys", "textwrap", "threading", "time", "token", "tokenize", "tomllib",
+    "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "xml", "zlib", "configparser",
 ];
 
 /// Native modules the child registers, from `rustpython-stdlib` (those of `rustpython-vm`
@@ -25,7 +25,7 @@ pub const PUBLIC: &[&str] = &[
 pub const NATIVE: &[&str] = &[
     "math", "cmath", "_random", "binascii", "unicodedata", "_struct", "_bisect", "_heapq", "_json", "_csv",
     "_statistics", "_contextvars", "array", "_opcode", "_tokenize", "_sha2", "_md5", "_sha1", "_sha3",
-    "_blake2",
+    "_blake2", "_hashlib", "_sha256", "_sha512", "zlib", "pyexpat",
 ];
 
 /// Python modules frozen from CPython's library: the public ones and what they import.
@@ -46,8 +46,10 @@ pub const FROZEN: &[&str] = &[
     "encodings.unicode_escape", "encodings.utf_16", "encodings.utf_16_be", "encodings.utf_16_le",
     "encodings.utf_32", "encodings.utf_32_be", "encodings.utf_32_le", "encodings.utf_7", "encodings.utf_8",
     "encodings.utf_8_sig", "encodings.iso8859_1", "encodings.iso8859_15", "encodings.charmap",
+    "logging", "threading", "queue", "configparser", "secrets", "uuid", "xml", "xml.etree", "_ast_unparse",
+    "xml.etree.ElementTree", "xml.etree.ElementPath", "xml.parsers", "xml.parsers.expat",
 ];
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit"];
