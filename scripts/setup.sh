@@ -73,9 +73,15 @@ setup_agents() {
 
 # Jujutsu (`jj`, from crates.io: no prebuilt binary is reachable), pinned, into .venv/jj: the
 # tests check that a jj repository never snapshots Cairn's state.
+# Built once per machine into ~/.cache (a build takes minutes), linked from each checkout.
 setup_jj() {
     local jj="$here/.venv/jj/bin/jj"
+    local cache="${XDG_CACHE_HOME:-$HOME/.cache}/cairn-tools/jj-0.45.1"
     if [ ! -x "$jj" ] || ! "$jj" --version 2>/dev/null | grep -q '^jj 0\.45\.'; then
-        cargo install --quiet --locked --root "$here/.venv/jj" jj-cli@0.45.1
+        if ! "$cache/bin/jj" --version 2>/dev/null | grep -q '^jj 0\.45\.'; then
+            cargo install --quiet --locked --root "$cache" jj-cli@0.45.1
+        fi
+        mkdir -p "$here/.venv/jj/bin"
+        ln -sf "$cache/bin/jj" "$jj"
     fi
 }
