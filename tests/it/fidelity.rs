@@ -81,3 +81,23 @@ out.append(pprint.pformat({"b": [1, 2], "a": 1}))
 out"##,
     );
 }
+
+/// `asyncio` as agent scripts use it (gather, create_task, wait_for, Semaphore, run): the same
+/// results as CPython (in the sandbox `async`/`await` are plain calls, see `child/py/asyncio.py`).
+#[test]
+fn asyncio_entry_points_give_cpythons_results() {
+    same_as_cpython(
+        r##"import asyncio
+async def sq(x):
+    await asyncio.sleep(0)
+    return x * x
+async def main():
+    sem = asyncio.Semaphore(2)
+    async with sem:
+        r = await asyncio.gather(*(sq(i) for i in range(4)))
+    t = asyncio.create_task(sq(5))
+    return r + [await t, await asyncio.wait_for(sq(6), 1)]
+out = asyncio.run(main())
+out"##,
+    );
+}

@@ -11,7 +11,7 @@
 
 /// Modules a script may import (top-level names; their submodules come along).
 pub const PUBLIC: &[&str] = &[
-    "grail", "__future__", "abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs",
+    "grail", "__future__", "abc", "array", "ast", "asyncio", "base64", "binascii", "bisect", "calendar", "cmath", "codecs",
     "collections", "colorsys", "contextlib", "contextvars", "copy", "copyreg", "csv", "dataclasses", "datetime",
     "decimal", "difflib", "dis", "enum", "fnmatch", "fractions", "functools", "glob", "graphlib",
     "hashlib", "heapq", "hmac", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "logging", "math", "numbers", "operator",
@@ -52,4 +52,4 @@ pub const FROZEN: &[&str] = &[
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio"];

@@ -1,0 +1,164 @@
+"""Cairn's `asyncio` inside the sandbox. A script's `async` and `await` keywords are removed
+before it runs (externals are synchronous calls), so a coroutine function runs to its end when
+it is called and an awaited value is the value itself. This module gives the usual entry points
+that meaning: `run(x)`, `gather(*xs)`, `create_task(x)` and `wait_for(x, t)` return what they
+are given (already computed), `sleep` sleeps, and the primitives work as context managers."""
+
+import time as _time
+import queue as _queue
+
+
+class CancelledError(BaseException):
+    pass
+
+
+TimeoutError = TimeoutError
+
+
+class InvalidStateError(Exception):
+    pass
+
+
+def run(main, *, debug=None, loop_factory=None):
+    return main
+
+
+def gather(*aws, return_exceptions=False):
+    return list(aws)
+
+
+def create_task(coro, *, name=None, context=None):
+    return coro
+
+
+ensure_future = create_task
+
+
+def wait_for(aw, timeout):
+    return aw
+
+
+def shield(aw):
+    return aw
+
+
+def sleep(delay, result=None):
+    if delay and delay > 0:
+        _time.sleep(delay)
+    return result
+
+
+def as_completed(aws, *, timeout=None):
+    return iter(list(aws))
+
+
+def wait(aws, *, timeout=None, return_when="ALL_COMPLETED"):
+    return set(aws), set()
+
+
+def iscoroutine(obj):
+    return False
+
+
+def iscoroutinefunction(func):
+    return False
+
+
+def to_thread(func, *args, **kwargs):
+    return func(*args, **kwargs)
+
+
+class _Loop:
+    def run_until_complete(self, aw):
+        return aw
+
+    def run_in_executor(self, executor, func, *args):
+        return func(*args)
+
+    def create_task(self, coro):
+        return coro
+
+    def close(self):
+        pass
+
+    def is_running(self):
+        return False
+
+
+_loop = _Loop()
+
+
+def get_event_loop():
+    return _loop
+
+
+get_running_loop = new_event_loop = get_event_loop
+
+
+def set_event_loop(loop):
+    pass
+
+
+class Lock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def acquire(self):
+        return True
+
+    def release(self):
+        pass
+
+    def locked(self):
+        return False
+
+
+class Semaphore(Lock):
+    def __init__(self, value=1):
+        self._value = value
+
+
+BoundedSemaphore = Semaphore
+
+
+class Event:
+    def __init__(self):
+        self._set = False
+
+    def set(self):
+        self._set = True
+
+    def clear(self):
+        self._set = False
+
+    def is_set(self):
+        return self._set
+
+    def wait(self):
+        return True
+
+
+class Queue(_queue.Queue):
+    def put_nowait(self, item):
+        self.put(item)
+
+    def get_nowait(self):
+        return self.get(block=False)
+
+
+class TaskGroup:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def create_task(self, coro, *, name=None, context=None):
+        return coro
+
+
+def timeout(delay):
+    return Lock()
