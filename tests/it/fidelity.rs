@@ -101,3 +101,14 @@ out = asyncio.run(main())
 out"##,
     );
 }
+
+/// `sum()` of floats as CPython 3.12+ (compensated summation; the host's python3 may be older,
+/// so the answers are CPython 3.13's, written out), ints exact, other types by `+`.
+#[test]
+fn sum_of_floats_is_compensated_as_in_cpython_3_12() {
+    let f = Fixture::new();
+    f.init();
+    let s = f.run_ok("[sum([0.1] * 10), sum([1e100, 1.0, -1e100]), sum([0.1, 0.2, 0.3]), sum([1, 2.5], 0.5), sum([[1], [2]], []), sum(range(10**5)), sum([True, 2])]");
+    let got = f.cairn(&["status", &s.id, "--json"]).ok().json()["result"].clone();
+    assert_eq!(got, serde_json::json!([1.0, 1.0, 0.6, 4.0, [1, 2], 4999950000u64, 3]));
+}
