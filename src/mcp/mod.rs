@@ -310,6 +310,18 @@ impl Server {
         Ok(s.row.id)
     }
 
+    /// The session a session tool (`session_get`, `_heartbeat`, `_diff`, `_finish`) names:
+    /// `given`, else this connection's own if a file tool opened one; never a new one.
+    async fn existing_session(&self, given: Option<String>) -> Result<String, CallToolResult> {
+        if let Some(s) = given.filter(|s| !s.is_empty()) {
+            return Ok(s);
+        }
+        match self.implicit.lock().await.as_ref() {
+            Some(i) => Ok(i.session.clone()),
+            None => Err(failed("usage", "no session: pass `session` (from session_begin), or call a file tool first to open this connection's own".into())),
+        }
+    }
+
     /// Runs external `name` in the session's overlay; `render` makes the answer of its value.
     async fn external(&self, ctx: &RequestContext<RoleServer>, session: Option<String>, first_path: &str, name: &'static str, args: Vec<Value>, kwargs: serde_json::Map<String, Value>) -> Result<Result<Value, CallToolResult>, ErrorData> {
         let session = match self.session(ctx, session, first_path).await {

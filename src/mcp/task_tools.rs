@@ -75,7 +75,7 @@ impl Server {
 
     #[tool(description = "Tell the server a long-running session is alive (one silent for 60 s is shown as stalled), with what you are doing now as progress.")]
     async fn session_heartbeat(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<HeartbeatArgs>) -> Reply {
-        let session = match self.session(&ctx, a.session, "heartbeat").await {
+        let session = match self.existing_session(a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -84,7 +84,7 @@ impl Server {
 
     #[tool(description = "A session: its task, agent, status, health and summary.")]
     async fn session_get(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
-        let session = match self.session(&ctx, a.session, "session").await {
+        let session = match self.existing_session(a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -92,8 +92,8 @@ impl Server {
     }
 
     #[tool(description = "Your proposal so far as the reviewer will see it: a unified diff (renames shown as such). Use it to check your work before session_finish.")]
-    async fn session_diff(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
-        let session = match self.session(&ctx, a.session, "diff").await {
+    async fn session_diff(&self, _ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+        let session = match self.existing_session(a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -117,7 +117,7 @@ impl Server {
     #[tool(description = "Submit the session's changes for human review with a summary of what they do. Nothing reaches the project before a human accepts.")]
     async fn session_finish(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<FinishArgs>) -> Reply {
         let implicit = a.session.is_none();
-        let session = match self.session(&ctx, a.session, "finish").await {
+        let session = match self.existing_session(a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
