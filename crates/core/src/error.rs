@@ -116,8 +116,9 @@ impl Error {
     pub fn out_of_descriptors(&self) -> bool {
         match self {
             Error::Io { source, .. } => matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)),
-            // SQLite says only "unable to open" when it gets no descriptor for a file that is there.
-            Error::Database { path, message } if message.contains("unable to open database file") && path.exists() => true,
+            // SQLite says only "unable to open" when it gets no descriptor, for a file that is
+            // there or one it creates in a directory it may write (a new overlay).
+            Error::Database { path, message } if message.contains("unable to open database file") && (path.exists() || path.parent().is_some_and(writable_dir)) => true,
             other => {
                 let text = other.to_string();
                 text.contains("Too many open files") || text.contains("os error 24") || text.contains("os error 23")
@@ -301,4 +302,9 @@ mod tests {
             assert!(!e.to_string().is_empty());
         }
     }
+}
+
+/// Is `dir` a directory this process may create files in?
+fn writable_dir(dir: &std::path::Path) -> bool {
+    dir.is_dir() && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
 }

@@ -20,6 +20,9 @@ fn write_check(project: &Project, id: &str, diags: &[script::Diagnostic]) -> Res
     std::fs::write(dir.join("check.json"), serde_json::to_vec_pretty(&body)?).map_err(|e| Error::io(dir.join("check.json"), e))
 }
 
+/// How long after its creation a run that found no file descriptor is re-queued.
+const RETRY_DESCRIPTORS_MS: i64 = 10 * 60 * 1000;
+
 /// Moves a claimed agent (state `generating`) through the rest of its run. Failures of the
 /// agent itself end in `errored`; only storage failures are returned as errors.
 pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Result<AgentRecord> {
@@ -34,7 +37,8 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
             let mut bin = project.bin()?;
             bin.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() })
         }
-        Err(Failure::Host(e)) if e.out_of_descriptors() => {
+        // Retried for a while only: a failure that lasts is not a shortage of descriptors.
+        Err(Failure::Host(e)) if e.out_of_descriptors() && crate::time::now_ms() - rec.created_ms < RETRY_DESCRIPTORS_MS => {
             // Not the agent's fault and not lasting: it goes back to the queue (said in its
             // events) and runs again once descriptors are free; this worker backs off first.
             tracing::warn!(agent = %id, "re-queued: {e}");
