@@ -151,7 +151,13 @@ fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::J
                 Some(f) = fault_rx.recv() => f,
             };
             if out.write_all(format!("{line}\n").as_bytes()).await.and(out.flush().await).is_err() {
-                break;
+                return;
+            }
+        }
+        // rmcp ended after the reader did, so every parse error is queued by now.
+        while let Ok(f) = fault_rx.try_recv() {
+            if out.write_all(format!("{f}\n").as_bytes()).await.and(out.flush().await).is_err() {
+                return;
             }
         }
     });
