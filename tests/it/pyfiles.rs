@@ -28,6 +28,8 @@ with open("log.txt", "a") as f:
     f.write("one\n")
 with open("log.txt", "a", newline="") as f:
     print("two", file=f)
+left_open = open("unclosed.txt", "w")
+left_open.write("flushed at exit\n")
 listing = []
 for top, dirs, files in os.walk("."):
     dirs.sort()

@@ -147,7 +147,13 @@ fn done_err(kind: ErrorKind, message: String) -> ChildMsg {
 }
 
 fn run(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
-    let done = execute(vm, start, globals);
+    let mut done = execute(vm, start, globals);
+    // Files the script left open reach the proposal, as CPython flushes them at exit.
+    if let Ok(Some(fs)) = modules::imports::loaded(vm, "_cairnfs") {
+        if let Err(e) = fs.get_attr("flush_all", vm).and_then(|f| f.call((), vm)) {
+            done = done_err(ErrorKind::Exception, format!("writing the files the script left open failed: {}", exception_text(vm, &e)));
+        }
+    }
     modules::sys::flush(vm);
     done
 }

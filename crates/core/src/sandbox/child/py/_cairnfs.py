@@ -129,12 +129,24 @@ def write_bytes(p, data):
     _call(write_file, r, bytes(data).decode("utf-8", "surrogateescape"))
 
 
+# Files open for writing: those a script never closes are flushed when it ends (`flush_all`,
+# called by the child), as CPython flushes them at exit.
+_open_writers = []
+
+
+def flush_all():
+    for f in list(_open_writers):
+        if not f.closed:
+            f.flush()
+
+
 class _Writer:
     """What a file opened for writing does when it is flushed or closed: the whole content
     goes to the proposal."""
 
     def _cairn_init(self, path):
         self._cairn_path = path
+        _open_writers.append(self)
 
     def flush(self):
         super().flush()
@@ -144,6 +156,8 @@ class _Writer:
     def close(self):
         if not self.closed:
             self.flush()
+            if self in _open_writers:
+                _open_writers.remove(self)
         super().close()
 
 
