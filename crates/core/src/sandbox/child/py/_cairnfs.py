@@ -75,16 +75,17 @@ def kind(p):
     r = rel(p)
     if r == "" or r in _made:
         return "dir"
-    parent, _, name = r.rpartition("/")
-    try:
-        names = _call(list_dir, parent or ".")
-    except (FileNotFoundError, NotADirectoryError):
+    # Two calls whatever the size of the directory around it (a loop of `os.path.isfile`
+    # over a large directory stays linear): does it exist, and does it list as a directory.
+    if not _call(file_exists, r):
         return None
-    if name + "/" in names:
-        return "dir"
-    if name in names:
+    try:
+        _call(list_dir, r)
+    except NotADirectoryError:
         return "file"
-    return None
+    except FileNotFoundError:
+        return None
+    return "dir"
 
 
 def size(p):

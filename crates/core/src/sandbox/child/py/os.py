@@ -26,6 +26,23 @@ O_RDONLY, O_WRONLY, O_RDWR = 0, 1, 2
 SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
 sys.modules["os.path"] = path
 
+
+def _is(want):
+    """`os.path.exists`/`isfile`/`isdir` by kind alone (no size: a stat lists the directory)."""
+    def check(p):
+        import _cairnfs
+        try:
+            k = _cairnfs.kind(p)
+        except (OSError, ValueError, TypeError):
+            return False
+        return k is not None if want is None else k == want
+    return check
+
+
+path.exists = path.lexists = _is(None)
+path.isfile = _is("file")
+path.isdir = _is("dir")
+
 error = OSError
 
 
