@@ -165,19 +165,11 @@ fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::J
 }
 
 /// Kills this process's children (a sandbox child, a confined run's init: its whole pid
-/// namespace goes with it), for a client that went away.
+/// namespace goes with it), for a client that went away: the children of each of its threads.
 fn kill_children() {
-    let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return };
-    for e in dir.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_string));
-        if ppid.as_deref() == Some(me.as_str()) {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };
+    for t in tasks.flatten() {
+        kill_children_of(&t.path().join("children").to_string_lossy());
     }
 }
 

@@ -10,7 +10,8 @@ each).
 """
 import json
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from stub_server import JsonHandler, serve
 
 STEPS = json.load(open(sys.argv[1]))
 
@@ -26,12 +27,7 @@ def blocks_for(body):
     return [{"type": "text", "text": step["text"]}], "end_turn"
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(JsonHandler):
     def do_HEAD(self):
         self.send_response(200)
         self.send_header("Content-Length", "0")
@@ -40,16 +36,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.reply(200, {})
 
-    def reply(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        body = self.body()
         # What the CLI sent back (tool results included), for the test to read.
         sys.stderr.write(json.dumps({"path": self.path, "messages": body.get("messages", [])}) + "\n")
         sys.stderr.flush()
@@ -63,11 +51,7 @@ class Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return self.reply(200, {"id": "msg_s", "type": "message", "role": "assistant", "model": model, "content": blocks,
                                     "stop_reason": stop, "stop_sequence": None, "usage": usage})
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        self.stream()
 
         def event(kind, data):
             data["type"] = kind
@@ -86,12 +70,6 @@ class Handler(BaseHTTPRequestHandler):
         event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}})
         event("message_stop", {})
         self.wfile.flush()
-        self.close_connection = True
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(sys.argv[2] + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-import os
-os.replace(sys.argv[2] + ".tmp", sys.argv[2])
-server.serve_forever()
+serve(Handler, sys.argv[2])

@@ -10,9 +10,9 @@ Usage: gemini_stub.py <script.json> <port file> <server name>. Writes each reque
 the function responses it carries to stderr (a JSON line each).
 """
 import json
-import os
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from stub_server import JsonHandler, serve
 
 STEPS = json.load(open(sys.argv[1]))
 SERVER = sys.argv[3]
@@ -76,25 +76,12 @@ def parts_for(body):
     return [{"text": step["text"]}]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def reply(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         self.reply(200, {"models": []})
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        body = self.body()
         sys.stderr.write(json.dumps({"path": self.path, "tools": declared(body), "responses": responses(body)}) + "\n")
         sys.stderr.flush()
         if ":countTokens" in self.path:
@@ -105,17 +92,9 @@ class Handler(BaseHTTPRequestHandler):
         chunk = {"candidates": [{"content": {"role": "model", "parts": parts_for(body)}, "finishReason": "STOP", "index": 0}], "usageMetadata": usage}
         if ":streamGenerateContent" not in self.path:
             return self.reply(200, chunk)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        self.stream()
         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.flush()
-        self.close_connection = True
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(sys.argv[2] + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.replace(sys.argv[2] + ".tmp", sys.argv[2])
-server.serve_forever()
+serve(Handler, sys.argv[2])

@@ -8,9 +8,9 @@ Usage: responses_stub.py <script.json> <port file> <server name>. Writes each re
 tool names and the call outputs it carries to stderr (a JSON line each).
 """
 import json
-import os
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from stub_server import JsonHandler, serve
 
 STEPS = json.load(open(sys.argv[1]))
 SERVER = sys.argv[3]
@@ -51,35 +51,19 @@ def item_for(body):
     return {"type": "message", "id": f"msg_{done}", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": step["text"], "annotations": []}]}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def reply(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class Handler(JsonHandler):
     def do_GET(self):
         self.reply(200, {"object": "list", "data": [], "models": []})
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        body = self.body()
         sys.stderr.write(json.dumps({"path": self.path, "tools": declared(body), "outputs": outputs(body)}) + "\n")
         sys.stderr.flush()
         if not self.path.rstrip("/").endswith("/responses"):
             return self.reply(404, {"error": {"message": self.path}})
         item = item_for(body)
         usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        self.stream()
 
         def event(kind, data):
             data["type"] = kind
@@ -90,11 +74,6 @@ class Handler(BaseHTTPRequestHandler):
         event("response.output_item.done", {"output_index": 0, "item": item})
         event("response.completed", {"response": {"id": "resp_s", "status": "completed", "output": [item], "usage": usage}})
         self.wfile.flush()
-        self.close_connection = True
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-with open(sys.argv[2] + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.replace(sys.argv[2] + ".tmp", sys.argv[2])
-server.serve_forever()
+serve(Handler, sys.argv[2])

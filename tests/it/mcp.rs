@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn sdk_python() -> std::path::PathBuf {
+pub fn sdk_python() -> std::path::PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
     assert!(p.exists(), "the MCP Python SDK is missing: run `bash scripts/test.sh` (it installs .venv/mcp)");
     p

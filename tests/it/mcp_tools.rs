@@ -15,9 +15,7 @@ fn tool_shapes_agents_expect_work_through_the_python_sdk() {
     let f = Fixture::with_files(&[("lines.txt", lines.as_str()), ("data.json", "[1, 2, 3]\n"), ("app.py", app), ("old_name.py", "print('x')\n")]);
     f.init();
     let before = f.tree();
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
-    assert!(python.exists(), "the MCP Python SDK is missing: run `bash scripts/test.sh`");
-    let out = std::process::Command::new(python)
+    let out = std::process::Command::new(crate::mcp::sdk_python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/tools.py"))
         .arg(exe())
         .arg(&f.root)
@@ -137,7 +135,7 @@ fn the_python_and_typescript_sdks_cancel_and_close_with_nothing_left_running() {
     assert!(ts.join("@modelcontextprotocol/sdk").exists(), "the MCP TypeScript SDK is missing: run `bash scripts/test.sh`");
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
     f.init();
-    let py = std::process::Command::new(here.join(".venv/mcp/bin/python"))
+    let py = std::process::Command::new(crate::mcp::sdk_python())
         .arg(here.join("tests/mcp/lifecycle.py"))
         .arg(exe())
         .arg(&f.root)

@@ -103,11 +103,18 @@ pub const MAX_TITLE_CHARS: usize = 200;
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 pub const MAX_CHECKS: usize = 50;
 
-/// Refuses `text` (the argument `name`) beyond `max` (characters for titles, else bytes).
+/// Refuses `text` (the argument `name`) beyond `max` bytes.
 pub fn bounded(name: &str, text: &str, max: usize) -> Result<()> {
-    let size = if max == MAX_TITLE_CHARS { text.chars().count() } else { text.len() };
+    refuse_over(name, text.len(), max, "bytes")
+}
+
+/// Refuses a one-line `text` (a title) beyond [`MAX_TITLE_CHARS`] characters.
+pub fn bounded_title(name: &str, text: &str) -> Result<()> {
+    refuse_over(name, text.chars().count(), MAX_TITLE_CHARS, "characters")
+}
+
+fn refuse_over(name: &str, size: usize, max: usize, unit: &str) -> Result<()> {
     if size > max {
-        let unit = if max == MAX_TITLE_CHARS { "characters" } else { "bytes" };
         return Err(Error::Usage(format!("{name} is {size} {unit}; at most {max}")));
     }
     Ok(())
@@ -120,13 +127,13 @@ pub fn create(project: &Project, who: &str, title: &str, body: &str, deps: &[Str
     if title.trim().is_empty() {
         return Err(Error::Usage("a task needs a title".into()));
     }
-    bounded("title", title, MAX_TITLE_CHARS)?;
+    bounded_title("title", title)?;
     bounded("body", body, MAX_TEXT_BYTES)?;
     if checks.len() > MAX_CHECKS {
         return Err(Error::Usage(format!("checks: at most {MAX_CHECKS}, not {}", checks.len())));
     }
     for c in &checks {
-        bounded("checks[].desc", &c.desc, MAX_TITLE_CHARS)?;
+        bounded_title("checks[].desc", &c.desc)?;
         bounded("checks[].cmd", c.cmd.as_deref().unwrap_or(""), MAX_TEXT_BYTES)?;
     }
     let mut resolved = Vec::new();
@@ -164,19 +171,19 @@ pub fn get(project: &Project, id: &str) -> Result<Task> {
     let bin = project.bin()?;
     let row = bin.task_get(&bin.task_resolve(id)?)?;
     let ready = deps_open(project, &row, |d| bin.task_get(d).ok().map(|t| t.status))?.is_empty();
-    let (execution, progress) = execution(project, &row, &bin.session_list(Some(&row.id))?)?;
+    let (execution, progress) = execution(&bin, &row, &bin.session_list(Some(&row.id))?)?;
     Ok(Task { row, ready, execution, progress })
 }
 
 /// A task's execution and progress, from its sessions (any order) and its agent's state.
-fn execution(project: &Project, row: &TaskRow, sessions: &[crate::store::bin::SessionRow]) -> Result<(Option<String>, Option<String>)> {
+fn execution(bin: &Bin, row: &TaskRow, sessions: &[crate::store::bin::SessionRow]) -> Result<(Option<String>, Option<String>)> {
     let mine = sessions.iter().filter(|s| s.task == row.id);
     if let Some(open) = mine.clone().filter(|s| s.status == "active").max_by_key(|s| s.heartbeat_ms) {
         let stalled = crate::time::now_ms() - open.heartbeat_ms > sessions::STALLED_AFTER_MS;
         return Ok((Some(if stalled { "stalled" } else { "active" }.into()), open.progress.clone()));
     }
     let reviewing = match &row.agent {
-        Some(a) if mine.clone().any(|s| &s.agent == a) => project.bin()?.get(a).map(|r| r.state == crate::lifecycle::State::Reviewing).unwrap_or(false),
+        Some(a) if mine.clone().any(|s| &s.agent == a) => bin.get(a).map(|r| r.state == crate::lifecycle::State::Reviewing).unwrap_or(false),
         _ => false,
     };
     Ok((reviewing.then(|| "awaiting_review".to_string()), None))
@@ -190,14 +197,15 @@ fn deps_open(project: &Project, row: &TaskRow, status_of: impl Fn(&str) -> Optio
 
 /// Tasks matching `filter`, oldest first.
 pub fn list(project: &Project, filter: &Filter) -> Result<Vec<Task>> {
-    let rows = project.bin()?.task_list()?;
+    let bin = project.bin()?;
+    let rows = bin.task_list()?;
     // One read of every task: deps resolve against it, not one query each.
     let status: std::collections::HashMap<String, String> = rows.iter().map(|r| (r.id.clone(), r.status.clone())).collect();
-    let sessions = project.bin()?.session_list(None)?;
+    let sessions = bin.session_list(None)?;
     let mut out = Vec::new();
     for row in rows {
         let ready = deps_open(project, &row, |d| status.get(d).cloned())?.is_empty();
-        let (execution, progress) = execution(project, &row, &sessions)?;
+        let (execution, progress) = execution(&bin, &row, &sessions)?;
         let keep = filter.status.as_ref().is_none_or(|s| *s == row.status)
             && filter.assignee.as_ref().is_none_or(|a| row.assignee.as_ref() == Some(a))
             && filter.ready.is_none_or(|r| r == ready)

@@ -48,7 +48,7 @@ pub fn begin_with(project: &Project, actor: &str, task: &str, key: &str, meta: O
     if key.trim().is_empty() {
         return Err(Error::Usage("session_begin needs an idempotency key".into()));
     }
-    super::bounded("idempotency_key", key, super::MAX_TITLE_CHARS)?;
+    super::bounded_title("idempotency_key", key)?;
     if let Some(m) = meta {
         super::bounded("meta", &m.to_string(), MAX_META_BYTES)?;
     }
