@@ -141,6 +141,17 @@ fn status(s: &Status) {
     if let Some(d) = &s.damage {
         outln!("DAMAGED   {}", esc(d));
     }
+    if let Some(d) = &s.jj_integration {
+        match (&d.version, &d.program) {
+            (Some(v), Some(p)) if d.on => outln!("jj        on: jj {v} ({})", esc(&p.display().to_string())),
+            _ => outln!("jj        off: {}", esc(&d.why)),
+        }
+    }
+    if let Some(j) = s.jj.as_ref().filter(|j| !j.change.is_empty()) {
+        outln!("change    {} ({}){}", j.change, j.status, j.note.as_ref().map(|n| format!(": {}", esc(n))).unwrap_or_default());
+    } else if let Some(n) = s.jj.as_ref().and_then(|j| j.note.as_ref()) {
+        outln!("change    not recorded: {}", esc(n));
+    }
     if s.accept_pending {
         outln!("PENDING   an accept was interrupted: `cairn accept {}` finishes it, `cairn reject {}` rolls it back", s.id, s.id);
     }
@@ -175,6 +186,10 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
         }
         if !report.special.is_empty() {
             outln!("{} special file(s) (FIFOs, sockets, devices: never indexed or opened): {}", report.special.len(), esc(&report.special.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
+        }
+        match (&report.jj.version, &report.jj.program) {
+            (Some(v), Some(p)) if report.jj.on => outln!("jj: on, jj {v} ({}): proposals are jj changes (see :help cairn-jj)", esc(&p.display().to_string())),
+            _ => outln!("jj: off ({})", esc(&report.jj.why)),
         }
         match report.confined_runs.as_str() {
             "ok" => outln!("confined runs: ok (checks and run_command run inside namespaces, see :help cairn-runs)"),

@@ -105,7 +105,8 @@ function M.render(buf, file, agent)
     if i == 1 then
       -- Created before the hunk's own marks: virtual lines on one row show in creation order.
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
-      local header = string.format('cairn %s: %s  (%d hunk%s)%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks))
+      local jj = (type(agent.jj) == 'string' and agent.jj ~= '') and ('  jj ' .. agent.jj) or ''
+      local header = string.format('cairn %s: %s  (%d hunk%s)%s%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks), jj)
       if type(file.runs_by_itself) == 'string' then
         header = header .. '  ! ' .. file.runs_by_itself
       end

@@ -47,6 +47,12 @@ function M.check()
     h.error('confined runs unavailable (checks and run_command are refused): ' .. info.confined_runs,
       { 'see :help cairn-runs' })
   end
+  local jj = info.jj
+  if type(jj) == 'table' and jj.on then
+    h.ok('jj: on, jj ' .. tostring(jj.version) .. ' (' .. tostring(jj.program) .. '): proposals are jj changes (see :help cairn-jj)')
+  elseif type(jj) == 'table' then
+    h.info('jj: off (' .. tostring(jj.why) .. ')')
+  end
   if info.last_error and info.last_error ~= vim.NIL then
     h.warn('the host survived an error (and went on): ' .. info.last_error, { 'details in $CAIRN_HOME/logs/cairn.log' })
   else

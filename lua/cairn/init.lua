@@ -83,7 +83,11 @@ end
 local function describe(s)
   local summary = type(s.submission) == 'table' and s.submission.summary or ''
   local err = (s.error ~= vim.NIL and s.error) and (' [' .. tostring(s.error_kind) .. ']') or ''
-  return string.format('%s  %-10s %s%s', s.id, s.state, summary ~= '' and summary or s.task, err)
+  local jj = ''
+  if type(s.jj) == 'table' and type(s.jj.change) == 'string' and s.jj.change ~= '' then
+    jj = '  jj ' .. s.jj.change:sub(1, 8) .. (s.jj.status ~= 'proposed' and (' (' .. tostring(s.jj.status) .. ')') or '')
+  end
+  return string.format('%s  %-10s %s%s%s', s.id, s.state, summary ~= '' and summary or s.task, err, jj)
 end
 
 --- `:CairnListTasks`: every agent with its state; choosing one selects it.

@@ -218,7 +218,8 @@ impl Handler {
             .into_iter()
             .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
             .collect();
-        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id) }, "files": files }))
+        let change = self.project.bin()?.jj_get(&id)?.filter(|j| j.status == "proposed").map(|j| j.change.chars().take(8).collect::<String>());
+        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id), "jj": change }, "files": files }))
     }
 
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
@@ -316,6 +317,7 @@ impl Handler {
             "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
             "sandbox": health::sandbox_health(&self.project.exe),
             "confined_runs": cairn_core::runbox::probe(&self.project).err(),
+            "jj": cairn_core::jj::detect(&self.project).0,
             "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
         })
     }

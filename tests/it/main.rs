@@ -15,6 +15,7 @@ mod externals;
 mod fidelity;
 mod hashline;
 mod jj;
+mod jj_changes;
 mod invariants;
 mod library;
 mod lifecycle;

@@ -20,6 +20,7 @@ fn list_agents(project: &Project, all: bool) -> Result<Output> {
     if let Err(e) = crate::orchestrator::recover(project).and_then(|_| crate::wrap::recover(project)) {
         tracing::warn!("recovery deferred: {e}");
     }
+    notice_jj(project);
     let recs = project.bin()?.list(all)?;
     let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
     Ok(Output::Agents { agents })
@@ -86,6 +87,13 @@ pub struct Status {
     /// The task whose proposal this agent is, with its status and check results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub for_task: Option<TaskBrief>,
+    /// The agent's jj change (`crate::jj`), in a jj project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jj: Option<crate::store::bin::JjRow>,
+    /// Whether the jj integration is on here, which jj, and why not (a single agent's status
+    /// in a jj repository, or with `[jj] enabled = true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jj_integration: Option<crate::jj::Detection>,
     /// Unix milliseconds of `state_changed_at` (for ages; not serialized).
     #[serde(skip)]
     pub state_changed_ms: i64,
@@ -176,6 +184,8 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
         accept_pending: rec.accept_pending,
         undone: rec.undone,
         for_task: if with_changes { task_brief(project, &rec.id) } else { None },
+        jj: project.bin()?.jj_get(&rec.id)?,
+        jj_integration: (with_changes && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
         state_changed_ms: rec.state_changed_ms,
     })
 }
@@ -214,6 +224,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::ListAgents { all } => list_agents(project, all),
         Command::Status { id } => {
             let id = resolve(project, &id)?;
+            notice_jj(project);
             let rec = project.bin()?.get(&id)?;
             Ok(Output::Status(status_of(project, &rec, true)?))
         }
@@ -229,7 +240,9 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
-            let accepted = review::accept(project, &mut bin, &id, force)?;
+            let accepted = review::accept(project, &mut bin, &id, force);
+            crate::jj::sync_locked(project, &id);
+            let accepted = accepted?;
             crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
@@ -237,12 +250,15 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // An agent whose worker died is re-queued first, which a reject can then cancel.
             crate::orchestrator::recover(project)?;
-            let rec = review::reject(project, &id)?;
-            Ok(Output::Agent(status_of(project, &rec, false)?))
+            let rec = review::reject(project, &id);
+            crate::jj::sync_locked(project, &id);
+            Ok(Output::Agent(status_of(project, &rec?, false)?))
         }
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
-            Ok(Output::Undone(review::undo(project, &id)?))
+            let undone = review::undo(project, &id);
+            crate::jj::sync_locked(project, &id);
+            Ok(Output::Undone(undone?))
         }
         Command::Preview { id } => {
             let id = resolve(project, &id)?;
@@ -257,14 +273,26 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            Ok(Output::Hunk(review::accept_hunk(project, &id, &path, &hunk, force)?))
+            let report = review::accept_hunk(project, &id, &path, &hunk, force);
+            crate::jj::sync_locked(project, &id);
+            Ok(Output::Hunk(report?))
         }
         Command::RejectHunk { id, path, hunk } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            Ok(Output::Hunk(review::reject_hunk(project, &id, &path, &hunk)?))
+            let report = review::reject_hunk(project, &id, &path, &hunk);
+            crate::jj::sync_locked(project, &id);
+            Ok(Output::Hunk(report?))
         }
         Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
+    }
+}
+
+/// What jj users did to agents' changes, noticed before a status shows them (a jj failure
+/// is logged: the status itself never fails for it).
+fn notice_jj(project: &Project) {
+    if let Err(e) = crate::jj::notice(project) {
+        tracing::warn!(target: "cairn::jj", "{e}");
     }
 }
 

@@ -61,7 +61,9 @@ keys! {
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
-    "jj" "enabled" Kind::Bool, "false", "Reserved for jj integration; currently only recorded.";
+    "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Record each proposal as a jj change (accept squashes it into the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found.";
+    "jj" "describe" Kind::Str, "\"cairn: {agent} {summary}\"", "Description of an agent's jj change: {agent} is the agent id, {summary} its summary (or its task's first line); Cairn adds a Cairn-Agent trailer.";
+    "jj" "program" Kind::Str, "\"jj\"", "The jj executable: a path, or a name looked up on PATH.";
     "tasks" "statuses" Kind::StrList, "[\"backlog\", \"in_progress\", \"review\", \"done\", \"cancelled\"]", "Task statuses in order: where tasks start, where a session works, where a finished session puts them, the one that closes a task once its checks pass; any further ones close it without the checks gate.";
     "tasks" "check_timeout_seconds" Kind::Int { min: 1 }, "600", "Timeout of one task check command (a check's own timeout wins).";
     "run" "timeout_seconds" Kind::Int { min: 1 }, "600", "Wall-clock limit of one confined command (run_command, `cairn session exec`); the whole process tree is killed at the limit.";
@@ -143,7 +145,10 @@ pub struct Tmux {
 /// `[jj]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Jj {
-    pub enabled: bool,
+    /// `auto`, `true` or `false` (TOML booleans are read as the last two).
+    pub enabled: String,
+    pub describe: String,
+    pub program: String,
 }
 
 /// `[tasks]`.
@@ -253,6 +258,7 @@ fn check_value(def: &KeyDef, value: Value, origin: &str) -> Result<Value> {
         (Kind::Str, v @ Value::String(_)) => Ok(v),
         (Kind::StrList, Value::Array(items)) if items.iter().all(Value::is_str) => Ok(Value::Array(items)),
         (Kind::Choice(choices), Value::String(s)) if choices.contains(&s.as_str()) => Ok(Value::String(s)),
+        (Kind::Choice(choices), Value::Boolean(b)) if choices.contains(&if b { "true" } else { "false" }) => Ok(Value::String(b.to_string())),
         (Kind::Choice(choices), v) => Err(bad(&format!("one of {}", choices.join(", ")), &v)),
         (Kind::Bool, v) => Err(bad("true or false", &v)),
         (Kind::Float, v) => Err(bad("a number", &v)),
@@ -344,6 +350,6 @@ mod tests {
         assert_eq!(c.llm.api_key_env, "OPENAI_API_KEY");
         assert!((c.llm.temperature - 0.2).abs() < 1e-9);
         assert_eq!(c.tmux.split, "horizontal");
-        assert!(c.ui.keymaps && !c.jj.enabled);
+        assert!(c.ui.keymaps && c.jj.enabled == "auto");
     }
 }

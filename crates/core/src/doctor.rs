@@ -31,6 +31,8 @@ pub struct Report {
     /// Confined runs (checks, `run_command`): `ok`, or the layer this machine lacks (then
     /// runs are refused; see `:help cairn-runs`). Not part of `ok`, which is about state.
     pub confined_runs: String,
+    /// The jj integration: on (which jj, which version) or why not. Not part of `ok`.
+    pub jj: crate::jj::Detection,
     pub ok: bool,
 }
 
@@ -89,5 +91,6 @@ pub fn run(project: &Project) -> Result<Report> {
     let special = crate::sync::special_files(project);
     let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
     let ok = ok && orphans.is_empty();
-    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, ok })
+    let jj = crate::jj::detect(project).0;
+    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, jj, ok })
 }

@@ -75,6 +75,9 @@ pub enum Error {
     /// tmux could not be run or refused a command.
     #[error("tmux: {0}")]
     Tmux(String),
+    /// jj could not be run or refused a command (`crate::jj`).
+    #[error("jj: {0}")]
+    Jj(String),
     /// The code provider could not produce code.
     #[error("provider {provider}: {message}")]
     Provider { provider: String, message: String },
@@ -155,6 +158,7 @@ impl Error {
             Error::Hunk(_) => "hunk",
             Error::Overlay { .. } => "overlay",
             Error::Tmux(_) => "tmux",
+            Error::Jj(_) => "jj",
             Error::Provider { .. } => "provider",
             Error::Signal { .. } => "signal",
             Error::Sandbox(_) => "sandbox",
@@ -193,6 +197,7 @@ impl Error {
             Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
             Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
             Error::Tmux(_) => "run cairn inside tmux, or open the workspace path yourself".into(),
+            Error::Jj(_) => "`cairn doctor` says which jj Cairn uses; `[jj] enabled = false` turns the integration off".into(),
             _ => return None,
         })
     }
@@ -240,6 +245,7 @@ mod tests {
             Error::Hunk(_) => (1, "hunk"),
             Error::Overlay { .. } => (1, "overlay"),
             Error::Tmux(_) => (1, "tmux"),
+            Error::Jj(_) => (1, "jj"),
             Error::Provider { .. } => (1, "provider"),
             Error::Signal { .. } => (1, "signal"),
             Error::Sandbox(_) => (1, "sandbox"),
@@ -277,6 +283,7 @@ mod tests {
             Error::Hunk(s()),
             Error::Overlay { id: s(), message: s() },
             Error::Tmux(s()),
+            Error::Jj(s()),
             Error::Provider { provider: s(), message: s() },
             Error::Signal { name: s(), message: s() },
             Error::Sandbox(s()),

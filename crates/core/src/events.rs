@@ -34,6 +34,8 @@ pub enum EventKind {
     /// A confined command ran for the agent (`run_command`, `cairn session exec`): how it
     /// ended and how many paths it changed in the proposal.
     CommandRan { command: String, exit: String, duration_ms: i64, changed: usize },
+    /// The agent's jj change (`crate::jj`): `what` happened to change `change`.
+    Jj { change: String, what: String },
 }
 
 impl EventKind {
@@ -49,6 +51,7 @@ impl EventKind {
             EventKind::Undone => "undone".to_string(),
             EventKind::TaskChanged { task, who, did } => format!("task {task}: {did} ({who})"),
             EventKind::CommandRan { command, exit, duration_ms, changed } => format!("ran `{command}`: {exit} after {duration_ms} ms, {changed} path(s) changed"),
+            EventKind::Jj { change, what } => format!("jj change {} {what}", change.chars().take(8).collect::<String>()),
         }
     }
 
@@ -65,6 +68,7 @@ impl EventKind {
             EventKind::Undone => "undone",
             EventKind::TaskChanged { .. } => "task_changed",
             EventKind::CommandRan { .. } => "command_ran",
+            EventKind::Jj { .. } => "jj",
         }
     }
 
@@ -108,6 +112,7 @@ mod tests {
             EventKind::Undone,
             EventKind::TaskChanged { task: String::new(), who: String::new(), did: String::new() },
             EventKind::CommandRan { command: String::new(), exit: String::new(), duration_ms: 0, changed: 0 },
+            EventKind::Jj { change: String::new(), what: String::new() },
         ];
         for k in all {
             assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());

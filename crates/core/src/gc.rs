@@ -52,5 +52,10 @@ pub fn collect(project: &Project) -> Result<GcReport> {
             report.workspaces_removed.push(id);
         }
     }
+    // jj workspaces of Cairn's that nothing needs (previews of ended agents, leftovers).
+    match crate::jj::collect(project) {
+        Ok(names) => report.workspaces_removed.extend(names),
+        Err(e) => tracing::warn!(target: "cairn::jj", "gc: {e}"),
+    }
     Ok(report)
 }

@@ -40,6 +40,7 @@ pub mod providers;
 pub mod llm;
 pub mod orchestrator;
 pub mod review;
+pub mod jj;
 pub mod workspace;
 pub mod gc;
 pub mod command;

@@ -70,7 +70,13 @@ enum Source {
 
 /// Materializes agent `id`'s merged view into its workspace directory and writes the
 /// proposal's diff to `$CAIRN_HOME/previews/<id>.diff`.
+/// In a jj project whose agent has a live change, the workspace is a jj workspace on that
+/// change instead (`crate::jj::preview`).
 pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
+    if let Some(path) = crate::jj::preview(project, id)? {
+        write_preview_diff(project, id)?;
+        return Ok(Materialized { path, written: 0, removed: 0, unchanged: 0 });
+    }
     let dir = project.home.workspace(id);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let state = project.home.state();
@@ -122,12 +128,17 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
     if report.written > 0 || report.removed > 0 || old.files.is_empty() {
         Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() }.write(&mpath)?;
     }
+    write_preview_diff(project, id)?;
+    Ok(report)
+}
+
+/// `$CAIRN_HOME/previews/<id>.diff`: the proposal's diff, for the preview pane.
+fn write_preview_diff(project: &Project, id: &str) -> Result<()> {
     let previews = project.home.previews();
     std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;
     let diff = crate::review::unified(&crate::review::changes(project, id)?);
     let dpath = previews.join(format!("{id}.diff"));
-    std::fs::write(&dpath, diff).map_err(|e| Error::io(&dpath, e))?;
-    Ok(report)
+    std::fs::write(&dpath, diff).map_err(|e| Error::io(&dpath, e))
 }
 
 fn write_one(project: &Project, dir: &Path, rel: &str, mode: u32, source: &Source) -> Result<()> {
@@ -147,8 +158,10 @@ fn write_one(project: &Project, dir: &Path, rel: &str, mode: u32, source: &Sourc
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&target, e))
 }
 
-/// Removes agent `id`'s workspace, manifest and preview diff.
+/// Removes agent `id`'s workspace (forgotten in jj first, when it is a jj workspace),
+/// manifest and preview diff.
 pub fn remove(project: &Project, id: &str) -> Result<()> {
+    crate::jj::forget_preview(project, id);
     let dir = project.home.workspace(id);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;

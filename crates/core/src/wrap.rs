@@ -116,7 +116,7 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
     let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
     if project.bin()?.get(agent)?.state == State::Executing {
-        crate::orchestrator::submit(&mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
+        crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
     }
     let _ = std::fs::remove_dir_all(dir);
     Ok(paths.len())

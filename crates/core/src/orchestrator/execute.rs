@@ -121,13 +121,14 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
         return Err(Failure::Agent(kind, message));
     }
 
-    Ok(submit(&mut bin, id, &overlay, submitted, outcome.result.unwrap_or(Value::Null))?)
+    Ok(submit(project, &mut bin, id, &overlay, submitted, outcome.result.unwrap_or(Value::Null))?)
 }
 
 /// `executing` → `submitting` → `reviewing`: the submission (the agent's own when
 /// `submitted`, else one derived from its changes) and the result are stored in the overlay
-/// and on the record. Runs and MCP sessions both end here.
-pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate::store::overlay::Overlay, submitted: bool, result: Value) -> Result<AgentRecord> {
+/// and on the record, and recorded as a jj change in a jj project. Runs, MCP sessions and
+/// wrap sessions all end here.
+pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate::store::overlay::Overlay, submitted: bool, result: Value) -> Result<AgentRecord> {
     // A finish interrupted after this step resumes past it.
     if bin.get(id)?.state != State::Submitting {
         bin.transition(id, State::Submitting, "submit", TransitionExtra::default())?;
@@ -151,6 +152,9 @@ pub(crate) fn submit(bin: &mut crate::store::bin::Bin, id: &str, overlay: &crate
     let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;
     // The overlay is final: after the transition (nobody waits on this), it becomes one file.
     overlay.fold();
+    // In a jj project the proposal becomes a change, off the user's path (the agent is
+    // reviewing already).
+    crate::jj::sync_locked(project, id);
     Ok(rec)
 }
 

@@ -170,7 +170,7 @@ fn complete(project: &Project, actor: &str, mut s: SessionRow) -> Result<Session
     let state = project.bin()?.get(&s.agent)?.state;
     if matches!(state, State::Executing | State::Submitting) {
         let overlay = project.overlay(&s.agent)?;
-        crate::orchestrator::submit(&mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
+        crate::orchestrator::submit(project, &mut project.bin()?, &s.agent, &overlay, true, serde_json::Value::Null)?;
     }
     if s.status != "finished" {
         let summary = project.overlay(&s.agent)?.kv_get("submission")?.and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok()).and_then(|v| v["summary"].as_str().map(str::to_string));

@@ -12,6 +12,8 @@
 //! persisted before anyone reports it and two processes never both claim an agent.
 
 mod events;
+mod jj;
+pub use jj::JjRow;
 mod journal;
 pub use journal::JournalSync;
 mod tasks;
@@ -185,7 +187,7 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, &format!("{SCHEMA}{}", tasks::SCHEMA))?;
+        let conn = super::open(path, &format!("{SCHEMA}{}{}", tasks::SCHEMA, jj::SCHEMA))?;
         events::migrate(&conn)?;
         journal::migrate(&conn)?;
         tasks::migrate(&conn)?;
@@ -305,6 +307,7 @@ impl Bin {
         tx.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM events WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM agents WHERE id = ?1", [id])?;
+        tx.execute("DELETE FROM jj_changes WHERE agent = ?1", [id])?;
         tx.commit()?;
         self.forget_old(id);
         Ok(())
