@@ -240,9 +240,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
-            let accepted = review::accept(project, &mut bin, &id, force);
-            crate::jj::sync_locked(project, &id);
-            let accepted = accepted?;
+            let accepted = with_jj(project, &id, review::accept(project, &mut bin, &id, force))?;
             crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
@@ -250,15 +248,12 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             // An agent whose worker died is re-queued first, which a reject can then cancel.
             crate::orchestrator::recover(project)?;
-            let rec = review::reject(project, &id);
-            crate::jj::sync_locked(project, &id);
-            Ok(Output::Agent(status_of(project, &rec?, false)?))
+            let rec = with_jj(project, &id, review::reject(project, &id))?;
+            Ok(Output::Agent(status_of(project, &rec, false)?))
         }
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
-            let undone = review::undo(project, &id);
-            crate::jj::sync_locked(project, &id);
-            Ok(Output::Undone(undone?))
+            Ok(Output::Undone(with_jj(project, &id, review::undo(project, &id))?))
         }
         Command::Preview { id } => {
             let id = resolve(project, &id)?;
@@ -273,19 +268,22 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            let report = review::accept_hunk(project, &id, &path, &hunk, force);
-            crate::jj::sync_locked(project, &id);
-            Ok(Output::Hunk(report?))
+            Ok(Output::Hunk(with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?))
         }
         Command::RejectHunk { id, path, hunk } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            let report = review::reject_hunk(project, &id, &path, &hunk);
-            crate::jj::sync_locked(project, &id);
-            Ok(Output::Hunk(report?))
+            Ok(Output::Hunk(with_jj(project, &id, review::reject_hunk(project, &id, &path, &hunk))?))
         }
         Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
     }
+}
+
+/// A review action's result, once the agent's jj change follows it (whatever the result: a
+/// failed accept may have rolled back, a crash-resumed one finished).
+fn with_jj<T>(project: &Project, id: &str, result: Result<T>) -> Result<T> {
+    crate::jj::sync_locked(project, id);
+    result
 }
 
 /// What jj users did to agents' changes, noticed before a status shows them (a jj failure

@@ -61,7 +61,7 @@ keys! {
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
-    "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Record each proposal as a jj change (accept squashes it into the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found.";
+    "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Record each proposal as a jj change (accept abandons it once its content is in the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found.";
     "jj" "describe" Kind::Str, "\"cairn: {agent} {summary}\"", "Description of an agent's jj change: {agent} is the agent id, {summary} its summary (or its task's first line); Cairn adds a Cairn-Agent trailer.";
     "jj" "program" Kind::Str, "\"jj\"", "The jj executable: a path, or a name looked up on PATH.";
     "tasks" "statuses" Kind::StrList, "[\"backlog\", \"in_progress\", \"review\", \"done\", \"cancelled\"]", "Task statuses in order: where tasks start, where a session works, where a finished session puts them, the one that closes a task once its checks pass; any further ones close it without the checks gate.";
