@@ -11,11 +11,12 @@
 //! - `CAIRN_BENCH_TRACE`: a `tracing` filter (`cairn::accept=debug` shows accept's phases)
 //!   whose events go to stderr;
 //! - `CAIRN_BENCH_ONLY`: comma-separated steps to run (`runs`, `review`, `watcher`,
-//!   `materialize`, `search`, `nvim`) after the index rows, which every step needs.
+//!   `materialize`, `search`, `nvim`, `jj`) after the index rows, which every step needs.
 //!
 //! The bench asserts that each operation did its job, never how fast it was.
 
 mod fixture;
+mod jj;
 mod nvim;
 mod review;
 mod runs;
@@ -106,8 +107,17 @@ fn measure(files: usize, runs: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     let only = std::env::var("CAIRN_BENCH_ONLY").ok();
     let wanted = |name: &str| name == "index" || only.as_deref().is_none_or(|o| o.split(',').any(|s| s.trim() == name));
-    let steps: [(&str, Step); 7] =
-        [("index", tree::index), ("runs", runs::all), ("review", review::all), ("watcher", tree::watcher), ("materialize", tree::materialize), ("search", tree::search), ("nvim", nvim::host)];
+    // `jj` last: it makes the project a jj repository.
+    let steps: [(&str, Step); 8] = [
+        ("index", tree::index),
+        ("runs", runs::all),
+        ("review", review::all),
+        ("watcher", tree::watcher),
+        ("materialize", tree::materialize),
+        ("search", tree::search),
+        ("nvim", nvim::host),
+        ("jj", jj::rows),
+    ];
     for (_, step) in steps.iter().filter(|(name, _)| wanted(name)) {
         step(&c, &mut rows);
         if std::env::var_os("CAIRN_BENCH_WAL").is_some() {
