@@ -364,7 +364,13 @@ fn agents_finish_while_the_user_runs_jj_in_a_loop() {
         })
     };
     let ids: Vec<String> = (0..8).map(|i| f.cairn(&["queue", "--provider", "inline", &format!("write_file('m{i}.txt', 'agent {i}\\n')\n")]).ok().stdout.trim().to_string()).collect();
-    wait_until(120, "every agent recorded as a jj change", || ids.iter().all(|id| f.project().bin().unwrap().jj_get(id).unwrap().is_some_and(|r| r.status == "proposed")));
+    let recorded = || ids.iter().all(|id| f.project().bin().unwrap().jj_get(id).unwrap().is_some_and(|r| r.status == "proposed"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !recorded() {
+        let rows: Vec<_> = ids.iter().map(|id| (f.project().bin().unwrap().get(id).unwrap().state, f.project().bin().unwrap().jj_get(id).unwrap())).collect();
+        assert!(std::time::Instant::now() < deadline, "not every agent recorded as a jj change: {rows:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     for (i, id) in ids.iter().enumerate() {
         f.cairn(&[if i % 2 == 0 { "accept" } else { "reject" }, id]).ok();
     }
@@ -383,4 +389,18 @@ fn agents_finish_while_the_user_runs_jj_in_a_loop() {
         assert_eq!(user_jj(&f.root, &["file", "show", "-r", "@", &format!("m{i}.txt")]), want, "@ holds it");
         assert_eq!(change_of(&f, id).1, if i % 2 == 0 { "squashed" } else { "abandoned" });
     }
+}
+
+#[test]
+fn a_change_whose_record_was_lost_is_found_again_not_duplicated() {
+    let f = repo(true, BASE);
+    let a = f.run_ok(AGENT_A);
+    let (change, _) = change_of(&f, &a.id);
+    // As if the process was killed after jj made the change and before bin.db knew it.
+    let conn = rusqlite::Connection::open(f.root.join(".agentfs/bin.db")).unwrap();
+    conn.execute("DELETE FROM jj_changes WHERE agent = ?1", [&a.id]).unwrap();
+    drop(conn);
+    f.cairn(&["list-agents"]).ok();
+    assert_eq!(change_of(&f, &a.id), (change, "proposed".to_string()), "the same change, found by its trailer");
+    assert_eq!(visible_with(&f, &format!("Cairn-Agent: {}", a.id)), 1);
 }

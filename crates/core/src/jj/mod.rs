@@ -118,7 +118,17 @@ fn said_once(d: (Detection, Option<Cli>)) -> (Detection, Option<Cli>) {
 /// a problem is kept as the agent's jj note.
 pub fn sync(project: &Project, _lock: &ReviewLock, id: &str) {
     let (_, Some(cli)) = detect(project) else { return };
-    if let Err(e) = sync_one(&cli, project, id) {
+    // jj refuses now and then while the user's own jj commands run (a lock, a concurrent
+    // operation): a failed step is tried again a little later; each step is idempotent.
+    let mut result = sync_one(&cli, project, id);
+    for pause in [100, 400, 1000] {
+        if !matches!(result, Err(Error::Jj(_))) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+        result = sync_one(&cli, project, id);
+    }
+    if let Err(e) = result {
         tracing::warn!(target: "cairn::jj", "agent {id}: {e}");
         if let Ok(bin) = project.bin() {
             let mut row = bin.jj_get(id).ok().flatten().unwrap_or_else(|| blank(id));
@@ -212,9 +222,23 @@ fn record(cli: &Cli, project: &Project, bin: &Bin, rec: &AgentRecord) -> Result<
     let changes = crate::review::changes(project, &rec.id)?;
     let wanted = wanted(&changes);
     let message = message(project, rec);
-    // No parents given: jj puts a new workspace's change on the parents of `@` (after it has
-    // snapshotted the working copy, so a git HEAD moved in a colocated repo is seen).
-    let w = change::write(cli, project, &rec.id, Target::New { parents: &[], message: &message }, &wants(changes))?;
+    // A process killed while recording may have made the change already (the trailer finds
+    // it): that one is written again, never a second.
+    let pattern = format!("description(regex:\"(?m)^Cairn-Agent: {}$\")", rec.id);
+    let found = cli.run_quiet(&project.root, &["log", "--no-graph", "-r", &pattern, "-T", "commit_id ++ \"\\n\""])?;
+    let mut found = found.lines().filter(|l| !l.is_empty());
+    let target = match found.next() {
+        Some(commit) => {
+            for extra in found {
+                cli.run_quiet(&project.root, &["abandon", extra])?;
+            }
+            Target::Existing { commit }
+        }
+        // No parents given: jj puts a new workspace's change on the parents of `@` (after it
+        // has snapshotted the working copy, so a git HEAD moved in a colocated repo is seen).
+        None => Target::New { parents: &[], message: &message },
+    };
+    let w = change::write(cli, project, &rec.id, target, &wants(changes))?;
     let diff = diff_print(cli, project, &w.commit)?;
     bin.jj_event(&rec.id, &w.change, "recorded: the proposal (`jj diff -r` shows it)")?;
     bin.jj_put(&JjRow { agent: rec.id.clone(), change: w.change, commit: w.commit, wanted, diff, status: "proposed".into(), note: None, op: None })
@@ -324,9 +348,10 @@ pub fn notice(project: &Project) -> Result<()> {
     let (_, Some(cli)) = detect(project) else { return Ok(()) };
     let _lock = crate::review::lock::acquire(project)?;
     let bin = project.bin()?;
-    // Reviewing agents whose change a killed process did not record get it now.
+    // Reviewing agents whose change a killed process (or a failed jj) did not record get it
+    // now.
     for rec in bin.in_state(State::Reviewing)? {
-        if !rec.accept_pending && bin.jj_get(&rec.id)?.is_none() {
+        if !rec.accept_pending && bin.jj_get(&rec.id)?.is_none_or(|r| r.change.is_empty()) {
             if let Err(e) = sync_one(&cli, project, &rec.id) {
                 tracing::warn!(target: "cairn::jj", "agent {}: {e}", rec.id);
             }
