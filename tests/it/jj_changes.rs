@@ -404,3 +404,20 @@ fn a_change_whose_record_was_lost_is_found_again_not_duplicated() {
     assert_eq!(change_of(&f, &a.id), (change, "proposed".to_string()), "the same change, found by its trailer");
     assert_eq!(visible_with(&f, &format!("Cairn-Agent: {}", a.id)), 1);
 }
+
+#[test]
+fn the_change_holds_the_proposal_byte_for_byte_whatever_the_users_jj_config() {
+    let f = repo(false, BASE);
+    // A user whose jj converts line endings and tracks nothing new by itself.
+    let config = f.dir.path().join("jj-user.toml");
+    std::fs::write(&config, "[working-copy]\neol-conversion = \"input-output\"\n[snapshot]\nauto-track = \"none()\"\nmax-new-file-size = 10\n[ui]\npaginate = \"auto\"\npager = \"false\"\neditor = \"false\"\n").unwrap();
+    let out = f.cmd().env("JJ_CONFIG", &config).args(["run", "--provider", "inline", "write_file('crlf.txt', 'one\\r\\ntwo\\r\\n' * 20)\nwrite_file('keep.txt', 'k\\r\\n')\n"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (change, status) = change_of(&f, &id);
+    assert_eq!(status, "proposed");
+    for (path, want) in [("crlf.txt", "one\r\ntwo\r\n".repeat(20)), ("keep.txt", "k\r\n".to_string())] {
+        let shown = Command::new(jj()).current_dir(&f.root).env("JJ_CONFIG", "/dev/null").args(["file", "show", "-r", &change, path]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&shown.stdout), want, "{path}");
+    }
+}

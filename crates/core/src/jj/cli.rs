@@ -20,8 +20,15 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 const GUARDS: &[&str] = &["ui.editor=false", "signing.behavior=drop"];
 
 /// What commands in Cairn's own scratch workspaces add: every file is tracked, whatever its
-/// size (an agent's proposal is reviewed, not filtered by the user's snapshot settings).
-pub(crate) const SCRATCH: &[&str] = &["snapshot.auto-track=\"all()\"", "snapshot.max-new-file-size=4294967296"];
+/// size, byte for byte (no line-ending conversion) and with its executable bit (an agent's
+/// proposal is reviewed, not filtered by the user's snapshot settings); no file monitor.
+pub(crate) const SCRATCH: &[&str] = &[
+    "snapshot.auto-track=\"all()\"",
+    "snapshot.max-new-file-size=4294967296",
+    "working-copy.eol-conversion=\"none\"",
+    "working-copy.exec-bit-change=\"respect\"",
+    "fsmonitor.backend=\"none\"",
+];
 
 /// The user's `jj`, as found.
 #[derive(Debug, Clone)]
