@@ -23,7 +23,7 @@ pub const PUBLIC: &[&str] = &[
 /// Native modules the child registers, from `rustpython-stdlib` (those of `rustpython-vm`
 /// are always there and are gated by the importer like every other name).
 pub const NATIVE: &[&str] = &[
-    "math", "cmath", "_random", "binascii", "unicodedata", "_struct", "_bisect", "_heapq", "_json", "_csv",
+    "math", "cmath", "_random", "binascii", "unicodedata", "_struct", "_bisect", "_heapq", "_json",
     "_statistics", "_contextvars", "array", "_opcode", "_tokenize", "_sha2", "_md5", "_sha1", "_sha3",
     "_blake2", "_hashlib", "_sha256", "_sha512", "zlib", "pyexpat",
 ];
@@ -52,4 +52,4 @@ pub const FROZEN: &[&str] = &[
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio", "_csv"];
