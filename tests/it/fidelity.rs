@@ -154,3 +154,44 @@ fn sum_of_floats_is_compensated_as_in_cpython_3_12() {
     let got = f.cairn(&["status", &s.id, "--json"]).ok().json()["result"].clone();
     assert_eq!(got, serde_json::json!([1.0, 1.0, 0.6, 4.0, [1, 2], 4999950000u64, 3]));
 }
+
+/// `round()` of floats rounds the exact binary value half to even, as CPython (2.675 is
+/// 2.67499999..., so 2.67); floats cross the pipe exactly (17 significant digits).
+#[test]
+fn round_and_float_results_are_cpythons() {
+    same_as_cpython(
+        r##"import random
+random.seed(7)
+xs = [2.675, -2.675, 0.125, 0.375, 1.005, 2.5, 1234.5, 1250.0, 1e300, 5e-324, 0.1 + 0.2, 123456789.987654321]
+xs += [random.uniform(-1e6, 1e6) for _ in range(300)] + [random.randint(-10**9, 10**9) / 8 for _ in range(300)]
+[[round(x, n) for n in (-3, -1, 0, 1, 2, 3, 7, 15)] + [round(x) if abs(x) < 1e18 else None, repr(x)] for x in xs]"##,
+    );
+}
+
+/// Modules and builtins agents use that the sandbox lacked or got wrong: `ExceptionGroup`
+/// and `except*`, `gc`, `platform`, `sys.argv`, and `xml.etree` on elements with attributes
+/// (RustPython's expat ignored `ordered_attributes`).
+#[test]
+fn exception_groups_gc_platform_and_xml_attributes_as_cpython() {
+    same_as_cpython(
+        r##"import gc, platform, sys, weakref
+import xml.etree.ElementTree as ET
+out = []
+try:
+    raise ExceptionGroup("eg", [ValueError(1), TypeError(2), ValueError(3)])
+except* ValueError as eg:
+    out.append([str(e) for e in eg.exceptions])
+except* TypeError as eg:
+    out.append(len(eg.exceptions))
+class O: pass
+o = O(); r = weakref.ref(o); del o; gc.collect()
+out.append([r() is None, gc.isenabled(), platform.system(), len(platform.python_version().split(".")), len(sys.argv)])
+root = ET.fromstring('<project a="1" b="two"><dep id="x" scope="test">t</dep><dep id="y"/><!-- c --></project>')
+out.append([root.attrib, [(d.get("id"), d.get("scope")) for d in root.iter("dep")], root.find("dep").text])
+root.find("dep").set("scope", "main")
+out.append(ET.tostring(root, encoding="unicode"))
+ns = ET.fromstring('<a xmlns:x="urn:x"><x:b k="v"/></a>')
+out.append([c.tag for c in ns] + [ns[0].attrib])
+out"##,
+    );
+}

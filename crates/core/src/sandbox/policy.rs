@@ -33,7 +33,13 @@ pub const SAFE_BUILTINS: &[&str] = &[
     "OverflowError", "PermissionError", "RecursionError", "RuntimeError", "StopIteration", "TimeoutError",
     "TypeError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "ValueError", "ZeroDivisionError",
     "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit", "Warning", "UserWarning",
-    "DeprecationWarning", "ModuleNotFoundError", "LookupError",
+    "DeprecationWarning", "ModuleNotFoundError", "LookupError", "ExceptionGroup", "BaseExceptionGroup",
+    "EnvironmentError", "IOError", "BufferError", "ConnectionError", "BrokenPipeError", "ConnectionAbortedError",
+    "ConnectionRefusedError", "ConnectionResetError", "BlockingIOError", "ChildProcessError", "InterruptedError",
+    "ProcessLookupError", "ReferenceError", "SyntaxError", "IndentationError", "TabError", "SystemError",
+    "UnboundLocalError", "UnicodeTranslateError", "FloatingPointError", "EncodingWarning", "FutureWarning",
+    "ImportWarning", "PendingDeprecationWarning", "ResourceWarning", "RuntimeWarning", "SyntaxWarning",
+    "UnicodeWarning", "BytesWarning",
     // names provided by cairn
     "external", "Input",
 ];

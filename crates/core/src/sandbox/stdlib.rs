@@ -15,7 +15,7 @@ pub const PUBLIC: &[&str] = &[
     "collections", "colorsys", "contextlib", "contextvars", "copy", "copyreg", "csv", "dataclasses", "datetime",
     "decimal", "difflib", "dis", "enum", "fnmatch", "fractions", "functools", "glob", "graphlib",
     "hashlib", "heapq", "hmac", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "logging", "math", "numbers", "operator",
-    "os", "pathlib", "pprint", "queue", "random", "re", "reprlib", "secrets", "shlex", "shutil", "stat",
+    "os", "pathlib", "platform", "gc", "pprint", "queue", "random", "re", "reprlib", "secrets", "shlex", "shutil", "stat",
     "statistics", "string", "struct", "sys", "textwrap", "threading", "time", "token", "tokenize", "tomllib",
     "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "xml", "zlib", "configparser",
 ];
@@ -47,9 +47,9 @@ pub const FROZEN: &[&str] = &[
     "encodings.utf_32", "encodings.utf_32_be", "encodings.utf_32_le", "encodings.utf_7", "encodings.utf_8",
     "encodings.utf_8_sig", "encodings.iso8859_1", "encodings.iso8859_15", "encodings.charmap",
     "logging", "threading", "queue", "configparser", "secrets", "uuid", "xml", "xml.etree", "_ast_unparse",
-    "xml.etree.ElementTree", "xml.etree.ElementPath", "xml.parsers", "xml.parsers.expat",
+    "xml.etree.ElementTree", "xml.etree.ElementPath", "xml.parsers",
 ];
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio", "_csv"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio", "_csv", "platform", "xml.parsers.expat"];

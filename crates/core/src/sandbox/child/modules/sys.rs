@@ -158,7 +158,9 @@ pub fn install(vm: &VirtualMachine) -> PyResult<PyObjectRef> {
     let exit = vm.new_function("exit", |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
         Err(vm.invoke_exception(vm.ctx.exceptions.system_exit.to_owned(), args.args)?)
     });
-    for (name, value) in [("stdout", stdout), ("stderr", stderr), ("setrecursionlimit", setlimit), ("exit", exit.into())] {
+    // `argv` as a script run by name sees it; `stdin` at end of input.
+    let argv = vm.ctx.new_list(vec![vm.ctx.new_str("task.pym").into()]).into();
+    for (name, value) in [("stdout", stdout), ("stderr", stderr), ("setrecursionlimit", setlimit), ("exit", exit.into()), ("argv", argv), ("stdin", vm.ctx.none())] {
         dict.set_item(name, value, vm)?;
     }
     dict.set_item("__doc__", vm.ctx.new_str("The sandbox's sys: facts about the interpreter; no modules, path or host streams.").into(), vm)?;

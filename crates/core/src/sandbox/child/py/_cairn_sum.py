@@ -1,4 +1,4 @@
-"""`sum()` as CPython 3.12+ computes it: ints exactly until the first float, then floats (and
+"""`sum()` and `round()` as CPython computes them. `sum()` (3.12+): ints exactly until the first float, then floats (and
 ints that fit a C long) with Neumaier's compensated summation; anything else as plain `+`.
 Sequences without floats take the interpreter's own `sum` (`_sum`, bound by the child)."""
 
@@ -42,3 +42,26 @@ def sum(iterable, /, start=0):
     if c and _finite(c):
         f += c
     return f if i == n else _sum(items[i:], f)
+
+
+def round(number, ndigits=None):
+    """`round()` as CPython: a float rounded to `ndigits` is the exact binary value rounded
+    half to even (2.675 is 2.67499999..., so 2.67), not a scaled multiplication."""
+    if type(number) is not float or ndigits is None:
+        return _round(number) if ndigits is None else _round(number, ndigits)
+    n = _index(ndigits)
+    if number != number or number in (float("inf"), float("-inf")) or number == 0.0:
+        return number
+    if n > 323:
+        return number
+    if n < -308:
+        return 0.0 * number
+    if n >= 0:
+        return float(format(number, ".%df" % n))
+    p, q = number.as_integer_ratio()
+    scale = 10 ** -n
+    k, r = divmod(p, q * scale)
+    twice = 2 * r
+    if twice > q * scale or (twice == q * scale and k % 2 == 1):
+        k += 1
+    return float(k * scale) if k else 0.0 * number
