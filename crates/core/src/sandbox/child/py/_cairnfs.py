@@ -113,9 +113,9 @@ def read_bytes(p):
     r = rel(p)
     k = kind(p)
     if k == "dir":
-        raise IsADirectoryError(21, "Is a directory: %r" % _fspath(p))
+        raise IsADirectoryError(21, "Is a directory", _fspath(p))
     if k is None:
-        raise FileNotFoundError(2, "No such file or directory: %r" % _fspath(p))
+        raise FileNotFoundError(2, "No such file or directory", _fspath(p))
     return _call(read_file, r).encode("utf-8", "surrogateescape")
 
 
@@ -123,10 +123,10 @@ def write_bytes(p, data):
     refuse_protected(p)
     r = rel(p)
     if kind(p) == "dir":
-        raise IsADirectoryError(21, "Is a directory: %r" % _fspath(p))
+        raise IsADirectoryError(21, "Is a directory", _fspath(p))
     parent = r.rpartition("/")[0]
     if parent and kind(parent) != "dir":
-        raise FileNotFoundError(2, "No such file or directory: %r" % _fspath(p))
+        raise FileNotFoundError(2, "No such file or directory", _fspath(p))
     _call(write_file, r, bytes(data).decode("utf-8", "surrogateescape"))
 
 
@@ -204,14 +204,14 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
         refuse_protected(file)
     k = kind(file)
     if k == "dir":
-        raise IsADirectoryError(21, "Is a directory: %r" % _fspath(file))
+        raise IsADirectoryError(21, "Is a directory", _fspath(file))
     if "x" in mode and k is not None:
-        raise FileExistsError(17, "File exists: %r" % _fspath(file))
+        raise FileExistsError(17, "File exists", _fspath(file))
     if ("r" in mode or "a" in mode or "+" in mode) and k == "file" and "w" not in mode:
         old = read_bytes(file)
     else:
         if "r" in mode:
-            raise FileNotFoundError(2, "No such file or directory: %r" % _fspath(file))
+            raise FileNotFoundError(2, "No such file or directory", _fspath(file))
         old = b""
     if "r" in mode and "+" not in mode:
         if binary:
@@ -238,9 +238,9 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
 def listdir(p="."):
     k = kind(p)
     if k is None:
-        raise FileNotFoundError(2, "No such file or directory: %r" % _fspath(p))
+        raise FileNotFoundError(2, "No such file or directory", _fspath(p))
     if k == "file":
-        raise NotADirectoryError(20, "Not a directory: %r" % _fspath(p))
+        raise NotADirectoryError(20, "Not a directory", _fspath(p))
     try:
         return [n for n, _, _ in entries(p)]
     except FileNotFoundError:
@@ -250,7 +250,7 @@ def listdir(p="."):
 def remove(p):
     refuse_protected(p)
     if kind(p) == "dir":
-        raise IsADirectoryError(21, "Is a directory: %r" % _fspath(p))
+        raise IsADirectoryError(21, "Is a directory", _fspath(p))
     _call(delete_file, rel(p))
 
 
@@ -264,11 +264,11 @@ def mkdir(p, exist_ok=False, parents=False):
     refuse_protected(p)
     k = kind(p)
     if k == "file" or (k == "dir" and not exist_ok):
-        raise FileExistsError(17, "File exists: %r" % _fspath(p))
+        raise FileExistsError(17, "File exists", _fspath(p))
     r = rel(p)
     parent = r.rpartition("/")[0]
     if parent and kind(parent) is None and not parents:
-        raise FileNotFoundError(2, "No such file or directory: %r" % _fspath(p))
+        raise FileNotFoundError(2, "No such file or directory", _fspath(p))
     while r and kind(r) != "file":
         _made.add(r)
         r = r.rpartition("/")[0]
@@ -278,5 +278,5 @@ def mkdir(p, exist_ok=False, parents=False):
 
 def rmdir(p):
     if listdir(p):
-        raise OSError(39, "Directory not empty: %r" % _fspath(p))
+        raise OSError(39, "Directory not empty", _fspath(p))
     _made.discard(rel(p))
