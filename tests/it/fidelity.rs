@@ -195,3 +195,15 @@ out.append([c.tag for c in ns] + [ns[0].attrib])
 out"##,
     );
 }
+
+/// `reversed()` of a dict whose first entry was deleted ends (RustPython's looped for ever:
+/// a hang the run's timeout turned into an error).
+#[test]
+fn reversed_dicts_end_after_deletions() {
+    same_as_cpython(
+        r##"d = {"b": 1, "a": 2, "c": 3, "x": 0}
+d.pop("b")
+del d["x"]
+[list(reversed(d)), list(reversed(d.items())), list(reversed(d.values())), list(reversed(d.keys())), list(reversed({})), type(reversed(d)).__name__ != "", next(reversed({"k": 1}))]"##,
+    );
+}

@@ -7,7 +7,8 @@
 //! - error messages as CPython words them: `int(s, 0)` names base 0, `"abc"[9]` says
 //!   "string index out of range", `"a" + 1` "can only concatenate str", `[].index(3)`
 //!   "3 is not in list", an unknown codec keeps the name given, and `UnboundLocalError`
-//!   reads as in CPython 3.11+.
+//!   reads as in CPython 3.11+;
+//! - `reversed()` of a dict (or its views) ends after a deletion (it looped for ever).
 
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyFrozenSet, PyInt, PyStr, PyStrRef};
 use rustpython_vm::function::{Either, FuncArgs, PyComparisonValue};
@@ -56,6 +57,9 @@ pub fn install(vm: &VirtualMachine) -> PyResult<()> {
     wrap!(t.str_type.slots.as_sequence.concat, STR_CONCAT, str_concat as Concat);
     wrap!(t.list_type.slots.as_sequence.concat, LIST_CONCAT, list_concat as Concat);
     wrap!(t.tuple_type.slots.as_sequence.concat, TUPLE_CONCAT, tuple_concat as Concat);
+    for typ in [t.dict_type, t.dict_keys_type, t.dict_values_type, t.dict_items_type] {
+        reversed_by_copy(vm, typ);
+    }
     reword_method(vm, t.list_type, "index", |vm, args, e| {
         let what = args.args.get(1).and_then(|x| x.repr(vm).ok())?;
         e.class().is(vm.ctx.exceptions.value_error).then(|| format!("{what} is not in list"))
@@ -194,6 +198,18 @@ fn reword_method(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython
         })
     });
     typ.set_attr(interned, wrapped.into());
+}
+
+/// `reversed()` of a dict or one of its views walks a copy: the interpreter's own reverse
+/// iterator never ends once the dict's first entry was deleted.
+fn reversed_by_copy(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython_vm::builtins::PyType>) {
+    let interned = vm.ctx.intern_str("__reversed__");
+    let method = vm.new_method("__reversed__", typ, |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let Some(zelf) = args.args.first() else { return Err(vm.new_type_error("__reversed__ needs its object")) };
+        let list = vm.ctx.types.list_type.as_object().call((zelf.clone(),), vm)?;
+        vm.call_method(&list, "__reversed__", ())
+    });
+    typ.set_attr(interned, method.into());
 }
 
 fn text_of(vm: &VirtualMachine, e: &PyBaseExceptionRef) -> String {
