@@ -207,3 +207,35 @@ del d["x"]
 [list(reversed(d)), list(reversed(d.items())), list(reversed(d.values())), list(reversed(d.keys())), list(reversed({})), type(reversed(d)).__name__ != "", next(reversed({"k": 1}))]"##,
     );
 }
+
+/// `findall`, `sub`/`subn`, `split` and `Match.group/groups/groupdict` (Cairn's, cutting the
+/// string once: `modules/text.rs`) give CPython's answers over ASCII, non-ASCII and bytes
+/// subjects: unmatched groups ('' in findall and sub, None in split and group), empty
+/// matches, count/maxsplit, templates with named and numbered groups, pos/endpos.
+#[test]
+fn regex_methods_answer_as_cpython() {
+    same_as_cpython(
+        r##"import re
+subjects = ["def a(x):\n    return x\nclass B(C): pass\n", "héllo wörld, ça va? 𝄞 ok\n" * 3, "", "aaa", "a-b_c d"]
+patterns = [r"(\w+)\(", r"(a)|(b)", r"(a)?b", r"\b", r"x*", r"(?P<w>\w)(?P<rest>\w*)", r"[éöç]", r"(?:ab)+", r"\s+", r"(,)|(\?)", r"^", r"$", r"(?m)^\w", r"(é)(x)?"]
+out = []
+for pat in patterns:
+    p = re.compile(pat)
+    for s in subjects:
+        row = [p.findall(s), p.split(s), p.split(s, maxsplit=1), p.sub("<\\g<0>>", s), p.subn("#", s, count=2), p.findall(s, 1, 10)]
+        if p.groups:
+            row.append(p.sub(r"[\1]", s))
+        m = p.search(s)
+        if m:
+            row.append([m.group(), m.group(0, *range(1, p.groups + 1)) if p.groups else m.group(0), m.groups(), m.groups("-"), m.groupdict(), m.groupdict(0), m.span()])
+        out.append(row)
+b = b"key=val; k2=v2"
+out.append([[[x.decode() for x in t] for t in re.findall(rb"(\w+)=(\w+)", b)], re.sub(rb"(\w+)=", rb"\1:", b).decode(), [x.decode() for x in re.split(rb";\s*", b)], re.search(rb"(\w)(\w)", b).group(2, 1)[0].decode()])
+out.append([re.sub("a", lambda m: m.group(0).upper(), "banana"), re.sub("(n)(a)?", lambda m: m.group(2) or "_", "banana", count=2)])
+try:
+    re.compile("(a)").search("a").group(3)
+except IndexError as e:
+    out.append(str(e))
+out"##,
+    );
+}

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod fidelity;
 pub mod imports;
 pub mod sys;
+pub mod text;
 
 use crate::sandbox::policy::{self, FORBIDDEN_BUILTINS};
 use rustpython_vm::builtins::PyDictRef;
@@ -64,6 +65,7 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
     let after = vec![
         imports::AfterImport { module: "random", hook: clock::seed_random },
         imports::AfterImport { module: "time", hook: clock::patch_time },
+        imports::AfterImport { module: "re", hook: text::patch_re },
     ];
     imports::install_gate(vm, globals.clone(), special, after)?;
     script_builtins.set_item("__import__", real.get_item("__import__", vm)?, vm)?;
