@@ -13,6 +13,7 @@ mod crash;
 mod events;
 mod externals;
 mod fidelity;
+mod fuzz;
 mod hashline;
 mod jj;
 mod jj_changes;
