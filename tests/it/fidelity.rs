@@ -239,3 +239,19 @@ except IndexError as e:
 out"##,
     );
 }
+
+/// Ints too large for the machine: CPython's exception types and C wording
+/// ("to convert to C ssize_t"), never the interpreter's Rust type names or an allocation.
+#[test]
+fn overflows_raise_as_cpython() {
+    same_as_cpython(
+        r##"import itertools
+out = []
+for f in [lambda: itertools.repeat(1, 2**63), lambda: [1][2**63], lambda: "abc"[2**100], lambda: range(2**63)[2**64], lambda: (1).to_bytes(2**63, "big"), lambda: "x".zfill(2**63), lambda: bytes(2**63), lambda: chr(2**40), lambda: chr(-1), lambda: "abc"[1:2**70], lambda: round(1.5, 2**63), lambda: (1).to_bytes(2, "big")]:
+    try:
+        out.append(repr(f()))
+    except (OverflowError, IndexError, ValueError, MemoryError) as e:
+        out.append([type(e).__name__, str(e)])
+out"##,
+    );
+}

@@ -202,6 +202,10 @@ fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
     if vm.write_exception(&mut text, exc).is_err() || text.is_empty() {
         text = exc.class().name().to_string();
     }
+    if exc.class().fast_issubclass(vm.ctx.exceptions.overflow_error) {
+        // The last line as `str()` words it (C type names, as CPython).
+        text = modules::fidelity::c_names(&text);
+    }
     text.trim_end().to_string()
 }
 

@@ -8,7 +8,8 @@
 //!   "string index out of range", `"a" + 1` "can only concatenate str", `[].index(3)`
 //!   "3 is not in list", an unknown codec keeps the name given, and `UnboundLocalError`
 //!   reads as in CPython 3.11+;
-//! - `reversed()` of a dict (or its views) ends after a deletion (it looped for ever).
+//! - `reversed()` of a dict (or its views) ends after a deletion (it looped for ever);
+//! - an `OverflowError` names C types ("to C ssize_t"), not Rust ones.
 
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyFrozenSet, PyInt, PyStr, PyStrRef};
 use rustpython_vm::function::{Either, FuncArgs, PyComparisonValue};
@@ -57,6 +58,8 @@ pub fn install(vm: &VirtualMachine) -> PyResult<()> {
     wrap!(t.str_type.slots.as_sequence.concat, STR_CONCAT, str_concat as Concat);
     wrap!(t.list_type.slots.as_sequence.concat, LIST_CONCAT, list_concat as Concat);
     wrap!(t.tuple_type.slots.as_sequence.concat, TUPLE_CONCAT, tuple_concat as Concat);
+    c_type_names(vm);
+    bounded_length(vm);
     for typ in [t.dict_type, t.dict_keys_type, t.dict_values_type, t.dict_items_type] {
         reversed_by_copy(vm, typ);
     }
@@ -156,6 +159,55 @@ fn int_repr(zelf: &PyObject, vm: &VirtualMachine) -> PyResult<PyRef<PyStr>> {
         Some(f) => f(zelf, vm),
         None => Err(vm.new_type_error("int repr is unavailable")),
     }
+}
+
+/// An `OverflowError` names C types as CPython's does ("Python int too large to convert to C
+/// ssize_t"), not the interpreter's Rust ones (its `__str__`, which `str()` and tracebacks use).
+fn c_type_names(vm: &VirtualMachine) {
+    let typ = vm.ctx.exceptions.overflow_error;
+    let interned = vm.ctx.intern_str("__str__");
+    let Some(original) = typ.get_attr(interned) else { return };
+    let wrapped = vm.new_method("__str__", typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let text = original.call(args, vm)?;
+        let s = text.str(vm)?.to_string_lossy().into_owned();
+        if !s.contains("to convert to ") {
+            return Ok(text);
+        }
+        Ok(vm.ctx.new_str(c_names(&s)).into())
+    });
+    typ.set_attr(interned, wrapped.into());
+}
+
+/// `int.to_bytes(length)` with a length beyond a C ssize_t is CPython's OverflowError, not an
+/// attempt to allocate it.
+fn bounded_length(vm: &VirtualMachine) {
+    let typ = vm.ctx.types.int_type;
+    let interned = vm.ctx.intern_str("to_bytes");
+    let Some(original) = typ.get_attr(interned) else { return };
+    let wrapped = vm.new_method("to_bytes", typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+        let length = args.args.get(1).or_else(|| args.kwargs.get("length"));
+        if let Some(n) = length.and_then(|l| l.downcast_ref::<PyInt>()) {
+            if n.try_to_primitive::<isize>(vm).is_err() {
+                return Err(vm.new_overflow_error("Python int too large to convert to C ssize_t"));
+            }
+        }
+        original.call(args, vm)
+    });
+    typ.set_attr(interned, wrapped.into());
+}
+
+/// `text` with the interpreter's Rust integer type names as CPython's C ones.
+pub fn c_names(text: &str) -> String {
+    const NAMES: &[(&str, &str)] = &[
+        ("Rust isize", "C ssize_t"), ("Rust usize", "C size_t"), ("Rust i64", "C long"), ("Rust u64", "C unsigned long"),
+        ("Rust i32", "C int"), ("Rust u32", "C unsigned int"), ("Rust i16", "C short"), ("Rust u16", "C unsigned short"),
+        ("Rust i8", "C char"), ("Rust u8", "C unsigned char"), ("convert to usize", "convert to C ssize_t"), ("convert to i64", "convert to C long"),
+    ];
+    let mut out = text.to_string();
+    for (rust, c) in NAMES {
+        out = out.replace(rust, c);
+    }
+    out
 }
 
 fn str_new(cls: PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {

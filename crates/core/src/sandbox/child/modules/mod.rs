@@ -42,13 +42,14 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
     }
     real.set_item("open", vm.new_function("open", open_file).into(), vm)?;
     fidelity::install(vm)?;
-    // `sum()` of floats as CPython 3.12+ (compensated) and `round()` of floats as CPython
-    // (the exact value, half to even), over the interpreter's own for the rest.
+    // `sum()` of floats as CPython 3.12+ (compensated), `round()` of floats as CPython (the
+    // exact value, half to even) and `chr()`'s overflow, over the interpreter's own for the rest.
     let index = vm.import("operator", 0)?.get_attr("index", vm)?;
-    let natives = [("_sum", real.get_item("sum", vm)?), ("_round", real.get_item("round", vm)?), ("_index", index)];
+    let natives = [("_sum", real.get_item("sum", vm)?), ("_round", real.get_item("round", vm)?), ("_index", index), ("_chr", real.get_item("chr", vm)?)];
     let numbers = module_from_source(vm, "_cairn_sum", include_str!("../py/_cairn_sum.py"), &natives)?;
     real.set_item("sum", numbers.get_attr("sum", vm)?, vm)?;
     real.set_item("round", numbers.get_attr("round", vm)?, vm)?;
+    real.set_item("chr", numbers.get_attr("chr", vm)?, vm)?;
     let restricted_sys = sys::install(vm)?;
     // `exit()` and `quit()` are `sys.exit`: they end the script (0 or None: successfully).
     let sys_exit = restricted_sys.get_attr("exit", vm)?;

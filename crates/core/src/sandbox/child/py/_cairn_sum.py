@@ -65,3 +65,10 @@ def round(number, ndigits=None):
     if twice > q * scale or (twice == q * scale and k % 2 == 1):
         k += 1
     return float(k * scale) if k else 0.0 * number
+
+
+def chr(i, /):
+    """`chr()` as CPython: an int beyond a C int is an OverflowError, not a ValueError."""
+    if type(i) is int and not -2 ** 31 <= i < 2 ** 31:
+        raise OverflowError("Python int too large to convert to C int")
+    return _chr(i)
