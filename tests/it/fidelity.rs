@@ -255,3 +255,21 @@ for f in [lambda: itertools.repeat(1, 2**63), lambda: [1][2**63], lambda: "abc"[
 out"##,
     );
 }
+
+/// `s[i]` and `s[a:b]` of long non-ASCII strings (Cairn's indexed path) answer as CPython,
+/// negative, open and out-of-range bounds included.
+#[test]
+fn indexing_long_non_ascii_strings_answers_as_cpython() {
+    same_as_cpython(
+        r##"s = "é" + "ab€𝄞" * 300 + "z"
+n = len(s)
+out = [s[0], s[1], s[-1], s[-2], s[n - 1], s[-n], s[600], s[5:9], s[-7:-2], s[:4], s[n - 3:], s[3:3], s[9:2], s[-10**9:3], s[n - 2:10**9], s[None:2], s[1:None:1], s[::300], s[10:2:-3], len(s[1:-1])]
+for bad in (n, -n - 1, 10**6):
+    try:
+        s[bad]
+    except IndexError as e:
+        out.append(str(e))
+out.append("".join(s[i] for i in range(0, n, 97)))
+out"##,
+    );
+}

@@ -9,7 +9,9 @@
 //!   "3 is not in list", an unknown codec keeps the name given, and `UnboundLocalError`
 //!   reads as in CPython 3.11+;
 //! - `reversed()` of a dict (or its views) ends after a deletion (it looped for ever);
-//! - an `OverflowError` names C types ("to C ssize_t"), not Rust ones.
+//! - an `OverflowError` names C types ("to C ssize_t"), not Rust ones;
+//! - `s[i]` and `s[a:b]` of a long non-ASCII string take time independent of its length
+//!   (`text::char_at`, `text::substring`).
 
 use rustpython_vm::builtins::{PyBaseExceptionRef, PyFrozenSet, PyInt, PyStr, PyStrRef};
 use rustpython_vm::function::{Either, FuncArgs, PyComparisonValue};
@@ -232,6 +234,15 @@ fn int_new(cls: PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
 
 fn str_subscript(mapping: PyMapping<'_>, key: &PyObject, vm: &VirtualMachine) -> PyResult {
     let Some(original) = STR_SUBSCRIPT.get() else { return Err(vm.new_type_error("str indexing is unavailable")) };
+    if let Some(i) = key.downcast_ref_if_exact::<PyInt>(vm).and_then(|i| i.try_to_primitive::<isize>(vm).ok()) {
+        if let Some(c) = super::text::char_at(mapping.obj, i, vm) {
+            return Ok(c);
+        }
+    } else if let Some(slice) = key.downcast_ref::<rustpython_vm::builtins::PySlice>() {
+        if let Some(part) = super::text::substring(mapping.obj, slice, vm) {
+            return Ok(part);
+        }
+    }
     match original(mapping, key, vm) {
         Err(e) if e.class().is(vm.ctx.exceptions.index_error) => Err(reword(vm, e, "index out of range", "string index out of range")),
         other => other,

@@ -89,6 +89,64 @@ fn slices(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
     Ok(vm.ctx.new_list(out).into())
 }
 
+/// Strings at least this long (in code points) get an index for `s[i]`; shorter ones are
+/// walked, as cheaply.
+const INDEXED: usize = 256;
+
+/// `s[i]` of a long non-ASCII string in constant time (the interpreter walks the string from
+/// its start for each index, so a parser's `while i < len(s): s[i]` was quadratic). `None`:
+/// not such a string, or `i` out of range (the caller's own path answers).
+pub fn char_at(obj: &rustpython_vm::PyObject, i: isize, vm: &VirtualMachine) -> Option<PyObjectRef> {
+    let s = obj.downcast_ref::<PyStr>()?;
+    if s.isascii() || s.char_len() < INDEXED {
+        return None;
+    }
+    let len = s.char_len() as isize;
+    let i = if i < 0 { i + len } else { i };
+    if i < 0 || i >= len {
+        return None;
+    }
+    let owned = obj.to_owned();
+    let idx = index_of(&owned, s);
+    let (a, b) = (byte_at(s, &idx, i as usize), byte_at(s, &idx, i as usize + 1));
+    Some(vm.ctx.new_str(s.as_wtf8()[a..b].to_owned()).into())
+}
+
+/// `s[start:stop]` (step 1) of a long non-ASCII string in time proportional to the slice, as
+/// [`char_at`] for one index. `None`: not such a string or slice.
+pub fn substring(obj: &rustpython_vm::PyObject, slice: &rustpython_vm::builtins::PySlice, vm: &VirtualMachine) -> Option<PyObjectRef> {
+    let s = obj.downcast_ref::<PyStr>()?;
+    if s.isascii() || s.char_len() < INDEXED {
+        return None;
+    }
+    let bound = |o: Option<&PyObjectRef>| -> Option<Option<isize>> {
+        match o {
+            None => Some(None),
+            Some(o) if vm.is_none(o) => Some(None),
+            Some(o) => o.downcast_ref_if_exact::<rustpython_vm::builtins::PyInt>(vm).and_then(|i| i.try_to_primitive::<isize>(vm).ok()).map(Some),
+        }
+    };
+    if !matches!(bound(slice.step.as_ref())?, None | Some(1)) {
+        return None;
+    }
+    let len = s.char_len() as isize;
+    let clamp = |v: Option<isize>, default: isize| -> usize {
+        match v {
+            None => default as usize,
+            Some(v) if v < 0 => (v + len).max(0) as usize,
+            Some(v) => v.min(len) as usize,
+        }
+    };
+    let (a, b) = (clamp(bound(slice.start.as_ref())?, 0), clamp(bound(Some(&slice.stop))?, len));
+    if a >= b {
+        return Some(vm.ctx.new_str("").into());
+    }
+    let owned = obj.to_owned();
+    let idx = index_of(&owned, s);
+    let (x, y) = (byte_at(s, &idx, a), byte_at(s, &idx, b));
+    Some(vm.ctx.new_str(s.as_wtf8()[x..y].to_owned()).into())
+}
+
 /// After `re` is imported: its `Pattern` and `Match` types get the linear methods.
 pub fn patch_re(vm: &VirtualMachine, re: &PyObjectRef) -> PyResult<()> {
     let pattern = re.get_attr("Pattern", vm)?;
