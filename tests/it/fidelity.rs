@@ -6,15 +6,15 @@ use crate::support::*;
 use std::process::Command;
 
 /// Runs `script` (its last line an expression) in CPython and in the sandbox; both print or
-/// return that expression as JSON.
+/// return that expression as JSON (what JSON lacks, bytes for one, as its repr).
 fn same_as_cpython(script: &str) {
     let (body, last) = script.trim_end().rsplit_once('\n').unwrap();
-    let cpython = Command::new("python3").arg("-c").arg(format!("import json\n{body}\nprint(json.dumps({last}))")).output().unwrap();
+    let cpython = Command::new("python3").arg("-c").arg(format!("import json\n{body}\nprint(json.dumps({last}, default=repr))")).output().unwrap();
     assert!(cpython.status.success(), "CPython: {}", String::from_utf8_lossy(&cpython.stderr));
     let want: serde_json::Value = serde_json::from_slice(&cpython.stdout).unwrap();
     let f = Fixture::new();
     f.init();
-    let s = f.run_ok(&format!("import json\n{body}\njson.loads(json.dumps({last}))"));
+    let s = f.run_ok(&format!("import json\n{body}\njson.loads(json.dumps({last}, default=repr))"));
     let got = f.cairn(&["status", &s.id, "--json"]).ok().json()["result"].clone();
     assert_eq!(got, want, "the sandbox differs from CPython");
 }
@@ -272,4 +272,147 @@ for bad in (n, -n - 1, 10**6):
 out.append("".join(s[i] for i in range(0, n, 97)))
 out"##,
     );
+}
+
+/// Each module of the issue's list, used as its own CPython tests use it (one script per
+/// module family): the same answers as CPython.
+#[test]
+fn each_module_agents_reach_for_answers_as_cpython() {
+    let scripts = [
+        r##"import array
+a = array.array("i", [1, 2, 3]); a.append(4); a.extend([5])
+[a.tolist(), a.itemsize, a[1:3].tolist(), array.array("d", [1.5]).tobytes().hex(), array.array("u", "hi").tounicode() if hasattr(array.array("u"), "tounicode") else "hi", a.typecode, sum(a)]"##,
+        r##"import dis
+lines = [i.opname for i in dis.get_instructions(lambda x: x + 1)]
+["BINARY_OP" in lines or "BINARY_ADD" in lines, isinstance(dis.code_info(lambda: 0), str)]"##,
+        r##"import tokenize, io, token
+toks = [(token.tok_name[t.type], t.string) for t in tokenize.generate_tokens(io.StringIO("x = 1 + 2  # c\n").readline)]
+toks"##,
+        r##"import contextvars
+v = contextvars.ContextVar("v", default=0)
+t = v.set(5)
+ctx = contextvars.copy_context()
+v.reset(t)
+[v.get(), ctx[v], ctx.run(lambda: v.get())]"##,
+        r##"import unicodedata, codecs
+[unicodedata.name("é"), unicodedata.category("A"), unicodedata.normalize("NFD", "é") == "e\u0301", unicodedata.numeric("½"), codecs.encode("abc", "rot13"), codecs.decode(b"6869", "hex"), len("é".encode("utf-16"))]"##,
+        r##"import secrets, hmac, hashlib, base64
+[len(secrets.token_hex(8)), len(secrets.token_urlsafe(16)) > 0, hmac.new(b"k", b"m", hashlib.sha256).hexdigest()[:16], hmac.compare_digest(b"a", b"a"), base64.urlsafe_b64encode(b"\xfb\xff").decode(), base64.b32encode(b"ab").decode(), base64.b85encode(b"hello").decode(), hashlib.blake2b(b"x").hexdigest()[:8], hashlib.sha3_256(b"").hexdigest()[:8], hashlib.new("sha512", b"a").hexdigest()[:8]]"##,
+        r##"import reprlib, types
+ns = types.SimpleNamespace(a=1, b=2)
+m = types.MappingProxyType({"k": 1})
+[reprlib.repr(list(range(100))), repr(ns), ns.a, m["k"], types.FunctionType.__name__, isinstance(lambda: 0, types.LambdaType)]"##,
+        r##"import statistics
+[statistics.mean([1, 2, 3, 4]), statistics.median_low([1, 2, 3, 4]), statistics.mode([1, 1, 2]), round(statistics.pstdev([2, 4, 4, 4, 5, 5, 7, 9]), 6), statistics.quantiles([1, 2, 3, 4, 5, 6, 7, 8], n=4), round(statistics.correlation([1, 2, 3], [2, 4, 7]), 6), statistics.fmean([1.5, 2.5])]"##,
+        r##"import time
+t0 = time.perf_counter(); time.sleep(0.01); dt_ = time.perf_counter() - t0
+[dt_ >= 0.009, isinstance(time.time(), float), time.strftime("%Y", time.gmtime(0)), time.mktime(time.localtime(86400)) > 0, time.monotonic() > 0, time.gmtime(0).tm_year]"##,
+        r##"import queue, threading
+q = queue.PriorityQueue()
+for x in [3, 1, 2]: q.put(x)
+lq = queue.LifoQueue(); lq.put(1); lq.put(2)
+ev = threading.Event(); ev.set()
+res = []
+def w(): res.append(threading.current_thread().name)
+t = threading.Thread(target=w, name="worker"); t.start(); t.join()
+[[q.get() for _ in range(3)], lq.get(), ev.is_set(), res, threading.active_count() >= 1, isinstance(threading.get_ident(), int)]"##,
+        r##"import logging
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+log = logging.getLogger(__name__)
+log.info("x")
+[logging.getLevelName(20), log.isEnabledFor(logging.DEBUG), log.getEffectiveLevel(), logging.WARNING]"##,
+        r##"import uuid
+u = uuid.uuid5(uuid.NAMESPACE_DNS, "python.org")
+[str(u), u.version, str(uuid.uuid3(uuid.NAMESPACE_URL, "x")), uuid.UUID("12345678123456781234567812345678").hex, len(uuid.uuid1().hex)]"##,
+        r##"import fnmatch, shlex, glob
+[fnmatch.filter(["a.py", "b.txt", "c.py"], "*.py"), shlex.join(["a b", "c"]), list(shlex.shlex("a=b c", posix=True)), glob.escape("a[b].py")]"##,
+        r##"import io
+b = io.BytesIO(b"line1\nline2\n")
+s = io.StringIO("x\ny")
+[b.readline(), b.read(), b.tell(), s.readlines(), io.StringIO().write("abc"), io.TextIOWrapper(io.BytesIO(b"h\xc3\xa9"), encoding="utf-8").read()]"##,
+        r##"import inspect
+class K:
+    def m(self, a, b=2): "doc m"
+def gen(): yield 1
+[inspect.getmembers(K, inspect.isfunction)[0][0], inspect.isgeneratorfunction(gen), inspect.signature(K.m).parameters["b"].default, inspect.getdoc(K.m), inspect.isclass(K), inspect.cleandoc("  a\n    b")]"##,
+        r##"import decimal
+from decimal import Decimal, ROUND_HALF_UP, localcontext
+with localcontext() as ctx:
+    ctx.prec = 5
+    r = str(Decimal(1) / Decimal(3))
+[r, str(Decimal("2.675").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)), str(Decimal("1e3").normalize()), str(Decimal(0.1)), Decimal("1.30") == Decimal("1.3"), str(Decimal("-0")), str(Decimal("NaN")), float(Decimal("3.5")), str(Decimal(10) ** -2), str(Decimal("123.456").as_tuple())]"##,
+        r##"import fractions, math
+F = fractions.Fraction
+[str(F(3, 4) ** 2), str(F(1.5)), str(F("3/7") * 7), F(1, 3) < F(1, 2), math.floor(F(7, 2)), str(F(22, 7).limit_denominator(5)), str(abs(F(-1, 2))), round(F(5, 2)), float(F(1, 8))]"##,
+        r##"import calendar
+[calendar.weekday(2024, 1, 1), calendar.month_name[2], calendar.day_abbr[0], len(calendar.monthcalendar(2024, 2)), calendar.timegm((2024, 1, 1, 0, 0, 0)), calendar.calendar(2024).splitlines()[0].strip()]"##,
+        r##"import copyreg, pprint
+data = {"z": list(range(12)), "a": {"nested": {"deep": [1, 2, 3]}}, "m": "x" * 30}
+[pprint.pformat(data, width=40, sort_dicts=True), pprint.pformat(data, compact=True, width=60)]"##,
+        r##"import textwrap
+t = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor."
+[textwrap.wrap(t, 20), textwrap.shorten(t, width=30, placeholder="..."), textwrap.indent("a\nb\n", "  "), textwrap.fill(t, 30, initial_indent="* ", subsequent_indent="  ")]"##,
+        r##"import struct
+[struct.calcsize("<iHd"), struct.pack(">I", 258).hex(), struct.unpack("<2h", b"\x01\x00\xff\xff"), list(struct.iter_unpack("<B", b"\x01\x02")), struct.pack("3s", b"abcdef"), struct.Struct("!H").size]"##,
+        r##"import zlib, binascii
+data = b"abc" * 100
+c = zlib.compress(data, 9)
+d = zlib.decompressobj(); part = d.decompress(c[:10]) + d.decompress(c[10:]) + d.flush()
+[len(c) < len(data), part == data, zlib.adler32(b"abc"), binascii.crc32(b"abc"), binascii.b2a_base64(b"hi").decode(), binascii.unhexlify("6869")]"##,
+        r##"import enum
+class Perm(enum.IntFlag):
+    R = 4
+    W = 2
+    X = 1
+class Status(enum.Enum):
+    OK = "ok"
+    ERR = "err"
+    @classmethod
+    def parse(cls, s): return cls(s.lower())
+[Perm.R | Perm.W, int(Perm.R | Perm.X), Perm.R in (Perm.R | Perm.W), Status.parse("OK").name, [s.value for s in Status], Status.OK.__class__.__name__, repr(Perm(6))]"##,
+        r##"import ast
+src = "import os\nfrom a.b import c as d\nx: int = 1\ndef f(*, k=2): return k\nasync def g(): await h()\n"
+t = ast.parse(src)
+[[type(n).__name__ for n in t.body], [a.asname for n in t.body if isinstance(n, ast.ImportFrom) for a in n.names], ast.get_docstring(ast.parse('"""doc"""')), ast.unparse(t.body[2]), ast.literal_eval("{'a': (1, 2.5, None)}"), ast.dump(ast.parse("a.b(c)", mode="eval").body.func)]"##,
+        r##"import itertools, operator, functools
+@functools.cache
+def ways(n): return 1 if n <= 1 else ways(n - 1) + ways(n - 2)
+[ways(50), list(itertools.accumulate([1, 2, 3], operator.mul)), functools.reduce(lambda a, b: a + [a[-1] + b], [1, 2, 3], [0]), [k for k, _ in itertools.groupby(sorted("mississippi"))]]"##,
+        r##"import collections.abc as cabc
+class Bag(cabc.MutableMapping):
+    def __init__(self): self.d = {}
+    def __getitem__(self, k): return self.d[k]
+    def __setitem__(self, k, v): self.d[k] = v
+    def __delitem__(self, k): del self.d[k]
+    def __iter__(self): return iter(self.d)
+    def __len__(self): return len(self.d)
+b = Bag(); b["x"] = 1; b.update(y=2)
+[dict(b), "x" in b, b.get("z", 0), isinstance(b, cabc.Mapping), isinstance([], cabc.Sequence), isinstance(iter([]), cabc.Iterator), b.pop("x"), len(b)]"##,
+        r##"import warnings
+def old(): warnings.warn("use new", DeprecationWarning, stacklevel=2); return 1
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    old()
+    warnings.warn("plain")
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    try:
+        warnings.warn("boom", RuntimeWarning)
+    except RuntimeWarning as e:
+        err = str(e)
+[[str(x.message) for x in w], [x.category.__name__ for x in w], err]"##,
+        r##"import traceback
+def a(): b()
+def b(): raise ValueError("deep")
+try:
+    a()
+except ValueError as e:
+    tb = traceback.extract_tb(e.__traceback__)
+    lines = traceback.format_exception_only(type(e), e)
+    te = traceback.TracebackException.from_exception(e)
+[[f.name for f in tb], lines, "".join(te.format_exception_only()).strip()]"##,
+    ];
+    for script in scripts {
+        same_as_cpython(script);
+    }
 }
