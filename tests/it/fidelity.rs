@@ -416,3 +416,19 @@ except ValueError as e:
         same_as_cpython(script);
     }
 }
+
+/// Keyword arguments CPython's builtins and modules take, and the OSErrors of file calls on
+/// missing paths worded as CPython's (`[Errno 2] No such file or directory: 'x'`).
+#[test]
+fn keyword_arguments_and_os_errors_as_cpython() {
+    same_as_cpython(
+        r##"import json, re, itertools, collections, textwrap, datetime, math, statistics, os, shutil
+out = [json.dumps({"a": 1}, separators=(",", ":"), sort_keys=True), re.sub(pattern="a", repl="b", string="aa", count=1), list(itertools.islice(itertools.count(start=5, step=2), 3)), collections.Counter(a=2, b=1).most_common(n=1), textwrap.wrap(text="a b c d", width=3), datetime.datetime(year=2024, month=1, day=2, hour=3).isoformat(sep=" ", timespec="minutes"), math.isclose(a=1.0, b=1.0000001, rel_tol=1e-3), "a,b".split(sep=",", maxsplit=-1), int("ff", base=16), sum([[1], [2]], start=[]), pow(base=2, exp=10, mod=7), int.from_bytes(bytes=b"\x01", byteorder="big", signed=False), statistics.quantiles(data=[1, 2, 3, 4], n=2), list(zip("ab", "cd", strict=True)), sorted([3, 1, 2], key=None, reverse=True)]
+for f in [lambda: os.listdir("nodir"), lambda: shutil.copy("zz", "yy"), lambda: os.stat("q"), lambda: os.remove("nope"), lambda: open("missing.txt").read()]:
+    try:
+        f()
+    except OSError as e:
+        out.append([type(e).__name__, e.errno, e.filename, str(e)])
+out"##,
+    );
+}

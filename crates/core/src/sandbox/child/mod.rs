@@ -206,6 +206,15 @@ fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
         // The last line as `str()` words it (C type names, as CPython).
         text = modules::fidelity::c_names(&text);
     }
+    if exc.class().fast_issubclass(vm.ctx.exceptions.os_error) {
+        // CPython's last line is `str(exc)` ("[Errno 2] No such file or directory: 'a.txt'"); the
+        // interpreter prints the args tuple of a multi-argument OSError.
+        if let Ok(msg) = exc.as_object().str(vm) {
+            let trimmed = text.trim_end();
+            let head = trimmed.rfind('\n').map_or("", |i| &trimmed[..=i]);
+            text = format!("{head}{}: {}", exc.class().name(), msg.to_string_lossy());
+        }
+    }
     text.trim_end().to_string()
 }
 

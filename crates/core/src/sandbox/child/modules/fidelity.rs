@@ -316,3 +316,11 @@ fn reword(vm: &VirtualMachine, e: PyBaseExceptionRef, from: &str, to: &str) -> P
         None => e,
     }
 }
+
+/// After `math` is imported: `isclose(a=..., b=...)` takes its operands by keyword, as
+/// CPython's does.
+pub fn patch_math(vm: &VirtualMachine, math: &PyObjectRef) -> PyResult<()> {
+    const SOURCE: &str = "def isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):\n    return _isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)\n";
+    let helpers = super::module_from_source(vm, "_cairn_math", SOURCE, &[("_isclose", math.get_attr("isclose", vm)?)])?;
+    math.set_attr("isclose", helpers.get_attr("isclose", vm)?, vm)
+}

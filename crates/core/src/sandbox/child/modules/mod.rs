@@ -67,6 +67,7 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
         imports::AfterImport { module: "random", hook: clock::seed_random },
         imports::AfterImport { module: "time", hook: clock::patch_time },
         imports::AfterImport { module: "re", hook: text::patch_re },
+        imports::AfterImport { module: "math", hook: fidelity::patch_math },
     ];
     imports::install_gate(vm, globals.clone(), special, after)?;
     script_builtins.set_item("__import__", real.get_item("__import__", vm)?, vm)?;

@@ -60,14 +60,26 @@ def refuse_protected(p):
         raise PermissionError(13, "Permission denied: %r is off limits to agents (repository and cairn machinery)" % _fspath(p))
 
 
+_ERRNO = {FileNotFoundError: (2, "No such file or directory"), IsADirectoryError: (21, "Is a directory"),
+          NotADirectoryError: (20, "Not a directory"), FileExistsError: (17, "File exists")}
+
+
 def _call(f, *args, **kwargs):
-    """An external call whose ValueError about a path reads as CPython's OSError."""
+    """An external call whose errors read as CPython's OSErrors: a ValueError about a path is a
+    PermissionError, a missing file `[Errno 2] No such file or directory: 'path'`."""
     try:
         return f(*args, **kwargs)
     except ValueError as e:
         if "Invalid path" in str(e):
             raise PermissionError(13, str(e)) from None
         raise
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError) as e:
+        if e.errno is not None or not args or not isinstance(args[0], str):
+            raise
+        err = e
+    # Raised outside the handler: the interpreter's traceback would print the first one too.
+    errno, text = _ERRNO[type(err)]
+    raise type(err)(errno, text, args[0])
 
 
 def kind(p):
