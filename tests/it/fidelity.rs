@@ -432,3 +432,19 @@ for f in [lambda: os.listdir("nodir"), lambda: shutil.copy("zz", "yy"), lambda: 
 out"##,
     );
 }
+
+/// The run's error text is CPython's traceback text: a `from None` context is not printed,
+/// causes and contexts are, and each ends with `Name: str(exception)` (`KeyError: 'k'`).
+#[test]
+fn error_text_chains_exceptions_as_cpython() {
+    let f = Fixture::new();
+    f.init();
+    let s = f.run_inline("try:\n    1/0\nexcept ZeroDivisionError:\n    raise KeyError('k') from None\n");
+    assert_eq!(s.error.as_deref(), Some("Traceback (most recent call last):\n  File \"task.pym\", line 4, in <module>\nKeyError: 'k'"));
+    let s = f.run_inline("def f():\n    try:\n        {}['x']\n    except KeyError as e:\n        raise ValueError('v') from e\nf()\n");
+    let e = s.error.unwrap_or_default();
+    assert!(e.contains("KeyError: 'x'\n\nThe above exception was the direct cause of the following exception:\n\nTraceback") && e.ends_with("ValueError: v"), "{e}");
+    let s = f.run_inline("try:\n    [][1]\nexcept IndexError:\n    open('missing.txt')\n");
+    let e = s.error.unwrap_or_default();
+    assert!(e.contains("IndexError: list index out of range\n\nDuring handling of the above exception, another exception occurred:") && e.ends_with("FileNotFoundError: [Errno 2] No such file or directory: 'missing.txt'"), "{e}");
+}

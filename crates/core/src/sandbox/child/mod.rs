@@ -197,25 +197,57 @@ fn clean_exit(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> bool {
     }
 }
 
+/// The traceback text of `exc` as CPython prints it: the chain of causes, and of contexts
+/// unless suppressed (`raise ... from None`), each ending with `Name: str(exception)`
+/// (`KeyError: 'k'`, `[Errno 2] ...: 'path'`, C type names in OverflowErrors).
 fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
-    let mut text = String::new();
-    if vm.write_exception(&mut text, exc).is_err() || text.is_empty() {
-        text = exc.class().name().to_string();
-    }
-    if exc.class().fast_issubclass(vm.ctx.exceptions.overflow_error) {
-        // The last line as `str()` words it (C type names, as CPython).
-        text = modules::fidelity::c_names(&text);
-    }
-    if exc.class().fast_issubclass(vm.ctx.exceptions.os_error) {
-        // CPython's last line is `str(exc)` ("[Errno 2] No such file or directory: 'a.txt'"); the
-        // interpreter prints the args tuple of a multi-argument OSError.
-        if let Ok(msg) = exc.as_object().str(vm) {
-            let trimmed = text.trim_end();
-            let head = trimmed.rfind('\n').map_or("", |i| &trimmed[..=i]);
-            text = format!("{head}{}: {}", exc.class().name(), msg.to_string_lossy());
+    const CAUSE: &str = "\nThe above exception was the direct cause of the following exception:\n\n";
+    const CONTEXT: &str = "\nDuring handling of the above exception, another exception occurred:\n\n";
+    let mut chain: Vec<(PyBaseExceptionRef, &str)> = vec![(exc.clone(), "")];
+    while chain.len() < 32 {
+        let (last, _) = &chain[chain.len() - 1];
+        let suppressed = last.as_object().get_attr("__suppress_context__", vm).is_ok_and(|v| v.is(&vm.ctx.true_value));
+        let next = match (last.__cause__(), suppressed) {
+            (Some(cause), _) => (cause, CAUSE),
+            (None, false) => match last.__context__() {
+                Some(context) => (context, CONTEXT),
+                None => break,
+            },
+            (None, true) => break,
+        };
+        if chain.iter().any(|(e, _)| e.is(&next.0)) {
+            break;
         }
+        chain.push(next);
+    }
+    let mut text = String::new();
+    for (e, separator) in chain.iter().rev() {
+        text.push_str(&one_exception(vm, e));
+        text.push('\n');
+        text.push_str(separator);
     }
     text.trim_end().to_string()
+}
+
+/// One exception's traceback and its last line, `Name: str(exception)`.
+fn one_exception(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+    let mut text = String::new();
+    if vm.write_exception_inner(&mut text, exc).is_err() || text.is_empty() {
+        return exc.class().name().to_string();
+    }
+    let trimmed = text.trim_end();
+    let (head, last) = match trimmed.rfind('\n') {
+        Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
+        None => ("", trimmed),
+    };
+    let name = last.split(':').next().unwrap_or(last);
+    let message = exc.as_object().str(vm).map(|m| m.to_string_lossy().into_owned()).unwrap_or_default();
+    let message = modules::fidelity::c_names(&message);
+    if message.is_empty() {
+        format!("{head}{name}")
+    } else {
+        format!("{head}{name}: {message}")
+    }
 }
 
 fn to_json(vm: &VirtualMachine, obj: &PyObjectRef) -> Option<Value> {
