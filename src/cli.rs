@@ -81,10 +81,10 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Show one agent.
+    /// Show one agent; without an id, the project: its agents by state and the jj integration.
     Status {
         /// Agent id (any unique prefix).
-        id: String,
+        id: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -310,7 +310,8 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High, key: None }, json),
         Cmd::Run { reference, provider, json } => (Command::Run { reference, provider }, json),
         Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
-        Cmd::Status { id, json } => (Command::Status { id }, json),
+        Cmd::Status { id: Some(id), json } => (Command::Status { id }, json),
+        Cmd::Status { id: None, json } => return crate::render::overview(&command::overview(&opened(root, home)?)?, json),
         Cmd::Diff { id, stat, json } => (Command::Diff { id, stat }, json),
         Cmd::Accept { id, force } => (Command::Accept { id, force }, false),
         Cmd::Reject { id } => (Command::Reject { id }, false),

@@ -162,6 +162,22 @@ fn status(s: &Status) {
 }
 
 
+/// `cairn status` without an id: the project, its agents by state, the jj integration.
+pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_core::error::Result<i32> {
+    if json {
+        print_json(o)?;
+        return Ok(0);
+    }
+    outln!("project   {}", esc(&o.root.display().to_string()));
+    let counts: Vec<String> = o.agents.iter().map(|(state, n)| format!("{n} {state}")).collect();
+    outln!("agents    {}", if counts.is_empty() { "none".to_string() } else { counts.join(", ") });
+    match (&o.jj.version, &o.jj.program) {
+        (Some(v), Some(p)) if o.jj.on => outln!("jj        on: jj {v} ({}): proposals are jj changes", esc(&p.display().to_string())),
+        _ => outln!("jj        off: {}", esc(&o.jj.why)),
+    }
+    Ok(0)
+}
+
 /// Pretty JSON on stdout (`--json`): raw, agent text included, as JSON escapes it.
 pub(crate) fn print_json(v: &impl serde::Serialize) -> cairn_core::error::Result<()> {
     outln!("{}", serde_json::to_string_pretty(v)?);

@@ -314,6 +314,8 @@ fn without_a_usable_jj_cairn_works_as_before_and_says_why() {
     assert_eq!(visible_with(&f, "Cairn-Agent: "), 0);
     let doctor = f.cairn(&["doctor"]).stdout;
     assert!(doctor.contains("jj: off (") && doctor.contains("/nonexistent/jj"), "{doctor}");
+    let overview = f.cairn(&["status"]).ok().stdout;
+    assert!(overview.contains("jj        off: ") && overview.contains("/nonexistent/jj"), "{overview}");
     // Turned off by configuration: the same, and said as such.
     f.home_config("[jj]\nenabled = false\n");
     let b = f.run_ok(AGENT_B);
@@ -332,6 +334,8 @@ fn without_a_usable_jj_cairn_works_as_before_and_says_why() {
     f.home_config(&format!("[jj]\nprogram = \"{}\"\n", jj().display()));
     let doctor = f.cairn(&["doctor"]).stdout;
     assert!(doctor.contains("jj: on, jj 0.45.1 ("), "{doctor}");
+    let overview = f.cairn(&["status"]).ok().stdout;
+    assert!(overview.contains("jj        on: jj 0.45.1 (") && overview.contains("agents    "), "{overview}");
 }
 
 #[test]

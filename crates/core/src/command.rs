@@ -154,6 +154,25 @@ pub enum Output {
     Search { hits: Vec<crate::search::Hit> },
 }
 
+/// The project at a glance (`cairn status` without an id).
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    pub root: std::path::PathBuf,
+    /// How many agents are in each state (active and ended ones still recorded).
+    pub agents: std::collections::BTreeMap<String, usize>,
+    pub jj: crate::jj::Detection,
+}
+
+/// [`Overview`] of `project`, after noticing what jj users did.
+pub fn overview(project: &Project) -> Result<Overview> {
+    notice_jj(project);
+    let mut agents = std::collections::BTreeMap::new();
+    for rec in project.bin()?.list(true)? {
+        *agents.entry(rec.state.to_string()).or_insert(0) += 1;
+    }
+    Ok(Overview { root: project.root.clone(), agents, jj: crate::jj::detect(project).0 })
+}
+
 /// Builds the status of an agent record.
 pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Result<Status> {
     // A damaged overlay does not hide the agent: its status says so instead of failing.
