@@ -274,8 +274,10 @@ out"##,
     );
 }
 
-/// Each module of the issue's list, used as its own CPython tests use it (one script per
-/// module family): the same answers as CPython.
+/// Each module of the issue's list, and those stdlib-using scripts reach for besides it
+/// (argparse, html, urllib.parse, pickle of a script's own class, getopt/optparse, gettext,
+/// sched, timeit, quopri, filecmp, fileinput, xml.dom.minidom), used as CPython's tests use
+/// them (one script per module family): the same answers as CPython.
 #[test]
 fn each_module_agents_reach_for_answers_as_cpython() {
     let scripts = [
@@ -411,6 +413,54 @@ except ValueError as e:
     lines = traceback.format_exception_only(type(e), e)
     te = traceback.TracebackException.from_exception(e)
 [[f.name for f in tb], lines, "".join(te.format_exception_only()).strip()]"##,
+        r##"import argparse
+p = argparse.ArgumentParser(prog="tool", description="d")
+p.add_argument("paths", nargs="*")
+p.add_argument("--dry-run", action="store_true")
+p.add_argument("-n", type=int, default=3)
+ns = p.parse_args(["a.py", "-n", "5", "--dry-run"])
+try:
+    p.parse_args(["-n", "x"])
+except SystemExit as e:
+    code = e.code
+[vars(ns), p.parse_args([]).n, code, p.format_usage()]"##,
+        r##"import html, html.parser
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(); self.out = []
+    def handle_starttag(self, tag, attrs): self.out.append(("s", tag, attrs))
+    def handle_data(self, data): self.out.append(("d", data))
+p = P(); p.feed('<p class="x">Hi &amp; <b>you</b></p>'); p.close()
+[html.escape('<a href="x">&</a>'), html.unescape("&lt;&eacute;&#39;&#x41;"), p.out]"##,
+        r##"from urllib.parse import urlparse, urlencode, parse_qs, quote, unquote, urljoin, urlsplit, urlunparse
+u = urlparse("https://user@example.com:8080/p/a th?q=1&r=two#frag")
+[u.scheme, u.netloc, u.hostname, u.port, u.path, u.query, u.fragment, parse_qs(u.query), urlencode({"a": "x y", "b": [1, 2]}, doseq=True), quote("a b/é"), unquote("a%20b%C3%A9"), urljoin("http://x/a/b", "../c"), urlunparse(u)]"##,
+        r##"import pickle
+data = {"a": [1, 2.5, "x", None, (1, 2)], "b": {1, 2}, "c": b"\x00\xff"}
+for proto in range(pickle.HIGHEST_PROTOCOL + 1):
+    assert pickle.loads(pickle.dumps(data, protocol=proto)) == data
+class K:
+    def __init__(self, v): self.v = v
+    def __eq__(self, o): return self.v == o.v
+[pickle.loads(pickle.dumps(K(3))).v, pickle.HIGHEST_PROTOCOL >= 4, len(pickle.dumps([1, 2], protocol=2))]"##,
+        r##"import getopt, optparse
+opts, args = getopt.getopt(["-a", "-b", "1", "--long=x", "rest"], "ab:", ["long="])
+op = optparse.OptionParser()
+op.add_option("-v", action="store_true", dest="verbose")
+o, a = op.parse_args(["-v", "f"])
+[opts, args, o.verbose, a]"##,
+        r##"import gettext, locale
+_ = gettext.gettext
+[_("hello"), gettext.ngettext("one", "many", 2), locale.getpreferredencoding(False) != "", isinstance(locale.localeconv(), dict)]"##,
+        r##"import sched, timeit, quopri, filecmp, fileinput
+s = sched.scheduler()
+out = []
+s.enter(0, 1, out.append, ("b",)); s.enter(0, 0, out.append, ("a",)); s.run()
+t = timeit.timeit("x = 1 + 1", number=100)
+[out, t >= 0, quopri.encodestring(b"caf\xc3\xa9 = x").decode(), quopri.decodestring(b"caf=C3=A9").decode(), callable(filecmp.cmp), callable(fileinput.input)]"##,
+        r##"from xml.dom import minidom
+doc = minidom.parseString('<r a="1"><c>t</c><c/></r>')
+[doc.documentElement.tagName, doc.documentElement.getAttribute("a"), [c.tagName for c in doc.getElementsByTagName("c")], doc.getElementsByTagName("c")[0].firstChild.data, doc.toxml()[:40]]"##,
     ];
     for script in scripts {
         same_as_cpython(script);

@@ -18,6 +18,8 @@ pub const PUBLIC: &[&str] = &[
     "os", "pathlib", "platform", "gc", "pprint", "queue", "random", "re", "reprlib", "secrets", "shlex", "shutil", "stat",
     "statistics", "string", "struct", "sys", "textwrap", "threading", "time", "token", "tokenize", "tomllib",
     "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "xml", "zlib", "configparser",
+    "argparse", "gettext", "locale", "html", "urllib", "pickle", "getopt", "optparse", "fileinput", "filecmp", "sched",
+    "timeit", "quopri",
 ];
 
 /// Native modules the child registers, from `rustpython-stdlib` (those of `rustpython-vm`
@@ -48,6 +50,9 @@ pub const FROZEN: &[&str] = &[
     "encodings.utf_8_sig", "encodings.iso8859_1", "encodings.iso8859_15", "encodings.charmap",
     "logging", "threading", "queue", "configparser", "secrets", "uuid", "xml", "xml.etree", "_ast_unparse",
     "xml.etree.ElementTree", "xml.etree.ElementPath", "xml.parsers",
+    "argparse", "gettext", "locale", "html", "html.entities", "html.parser", "urllib", "urllib.parse", "pickle", "getopt",
+    "optparse", "fileinput", "filecmp", "sched", "timeit", "quopri", "xml.dom", "xml.dom.minidom", "xml.dom.minicompat",
+    "xml.dom.xmlbuilder", "xml.dom.domreg", "xml.dom.NodeFilter", "xml.dom.expatbuilder",
 ];
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach

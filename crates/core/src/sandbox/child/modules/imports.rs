@@ -85,6 +85,11 @@ pub fn install_gate(vm: &VirtualMachine, script: PyDictRef, special: Vec<(&'stat
             if let Some((_, m)) = special.iter().find(|(n, _)| *n == top) {
                 return Ok(m.clone());
             }
+        } else if name == "__main__" && level == 0 {
+            // The script's own module, for the library (pickle, inspect) as for the script.
+            if let Some((_, m)) = special.iter().find(|(n, _)| *n == "__main__") {
+                return Ok(m.clone());
+            }
         }
         if level == 0 && !internal(&top) {
             return Err(not_found(vm, &name));

@@ -62,7 +62,10 @@ pub fn install(vm: &VirtualMachine, grail: PyObjectRef, guards: bool) -> PyResul
     let globals = vm.ctx.new_dict();
     globals.set_item("__builtins__", script_builtins.clone().into(), vm)?;
     globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm)?;
-    let special = vec![("grail", grail), ("sys", restricted_sys)];
+    // The script is `__main__` for whoever imports it (pickle finding a class it defined).
+    let main = vm.new_module("__main__", globals.clone(), None);
+    vm.sys_module.get_attr("modules", vm)?.set_item("__main__", main.clone().into(), vm)?;
+    let special = vec![("grail", grail), ("sys", restricted_sys), ("__main__", main.into())];
     let after = vec![
         imports::AfterImport { module: "random", hook: clock::seed_random },
         imports::AfterImport { module: "time", hook: clock::patch_time },

@@ -210,7 +210,8 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
     binary = "b" in mode
     if binary and (encoding is not None or errors is not None or newline is not None):
         raise ValueError("binary mode doesn't take an encoding, errors or newline argument")
-    encoding = encoding or "utf-8"
+    # The sandbox's locale is UTF-8 ("locale" is what io.text_encoding gives for None).
+    encoding = "utf-8" if encoding in (None, "locale") else encoding
     errors = errors or "strict"
     if set(mode) & set("wax+"):
         refuse_protected(file)

@@ -86,3 +86,19 @@ def move(src, dst, copy_function=copy2):
 
 def which(cmd, mode=None, path=None):
     return None
+
+
+class terminal_size(tuple):
+    """`os.terminal_size`'s shape: (columns, lines)."""
+
+    columns = property(lambda self: self[0])
+    lines = property(lambda self: self[1])
+
+
+def get_terminal_size(fallback=(80, 24)):
+    """The sandbox has no terminal: the fallback, as CPython answers without one."""
+    return terminal_size(fallback)
+
+
+def disk_usage(path):
+    raise OSError(38, "Function not implemented: the sandbox has no disks")
