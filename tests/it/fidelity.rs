@@ -276,7 +276,7 @@ out"##,
 
 /// Each module of the issue's list, and those stdlib-using scripts reach for besides it
 /// (argparse, html, urllib.parse, pickle of a script's own class, getopt/optparse, gettext,
-/// sched, timeit, quopri, filecmp, fileinput, xml.dom.minidom), used as CPython's tests use
+/// sched, timeit, quopri, filecmp, fileinput, xml.dom.minidom, unittest), used as CPython's tests use
 /// them (one script per module family): the same answers as CPython.
 #[test]
 fn each_module_agents_reach_for_answers_as_cpython() {
@@ -461,6 +461,35 @@ t = timeit.timeit("x = 1 + 1", number=100)
         r##"from xml.dom import minidom
 doc = minidom.parseString('<r a="1"><c>t</c><c/></r>')
 [doc.documentElement.tagName, doc.documentElement.getAttribute("a"), [c.tagName for c in doc.getElementsByTagName("c")], doc.getElementsByTagName("c")[0].firstChild.data, doc.toxml()[:40]]"##,
+        r##"import unittest, io
+class T(unittest.TestCase):
+    def test_eq(self):
+        self.assertEqual(sorted([3, 1]), [1, 3])
+        self.assertIn("a", "abc")
+        self.assertAlmostEqual(0.1 + 0.2, 0.3)
+        with self.assertRaises(ZeroDivisionError):
+            1 / 0
+        with self.assertRaisesRegex(ValueError, "invalid literal"):
+            int("x")
+    def test_fail(self):
+        self.assertEqual({"a": 1}, {"a": 2})
+    @unittest.skip("not now")
+    def test_skip(self):
+        pass
+    def test_sub(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertLess(i, 2)
+stream = io.StringIO()
+suite = unittest.defaultTestLoader.loadTestsFromTestCase(T)
+result = unittest.TextTestRunner(stream=stream, verbosity=0).run(suite)
+[result.testsRun, len(result.failures), len(result.errors), len(result.skipped), result.wasSuccessful(), "AssertionError: {'a': 1} != {'a': 2}" in stream.getvalue()]"##,
+        r##"import unittest
+class T(unittest.TestCase):
+    def test_ok(self):
+        self.assertTrue(True)
+p = unittest.main(argv=["x"], exit=False)
+[p.result.testsRun, p.result.wasSuccessful()]"##,
     ];
     for script in scripts {
         same_as_cpython(script);
@@ -497,4 +526,17 @@ fn error_text_chains_exceptions_as_cpython() {
     let s = f.run_inline("try:\n    [][1]\nexcept IndexError:\n    open('missing.txt')\n");
     let e = s.error.unwrap_or_default();
     assert!(e.contains("IndexError: list index out of range\n\nDuring handling of the above exception, another exception occurred:") && e.ends_with("FileNotFoundError: [Errno 2] No such file or directory: 'missing.txt'"), "{e}");
+}
+
+/// `unittest.main()` in a script: passing tests end the run successfully (its exit is
+/// `sys.exit(False)`), a failing one ends it as an error naming the failure.
+#[test]
+fn unittest_main_ends_the_run_as_its_tests_do() {
+    let f = Fixture::new();
+    f.init();
+    f.run_ok("import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        self.assertEqual(1 + 1, 2)\nunittest.main()\n");
+    let s = f.run_inline("import unittest\nclass T(unittest.TestCase):\n    def test_bad(self):\n        self.assertEqual([1], [2])\nunittest.main()\n");
+    assert_eq!(s.state.as_str(), "errored", "{:?}", s.error);
+    let log = std::fs::read_to_string(f.project().agent_dir(&s.id).join("run.log")).unwrap_or_default();
+    assert!(log.contains("AssertionError: Lists differ: [1] != [2]") && log.contains("FAILED (failures=1)"), "{log}");
 }

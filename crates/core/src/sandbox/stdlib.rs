@@ -19,7 +19,7 @@ pub const PUBLIC: &[&str] = &[
     "statistics", "string", "struct", "sys", "textwrap", "threading", "time", "token", "tokenize", "tomllib",
     "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "xml", "zlib", "configparser",
     "argparse", "gettext", "locale", "html", "urllib", "pickle", "getopt", "optparse", "fileinput", "filecmp", "sched",
-    "timeit", "quopri",
+    "timeit", "quopri", "unittest",
 ];
 
 /// Native modules the child registers, from `rustpython-stdlib` (those of `rustpython-vm`
@@ -53,8 +53,10 @@ pub const FROZEN: &[&str] = &[
     "argparse", "gettext", "locale", "html", "html.entities", "html.parser", "urllib", "urllib.parse", "pickle", "getopt",
     "optparse", "fileinput", "filecmp", "sched", "timeit", "quopri", "xml.dom", "xml.dom.minidom", "xml.dom.minicompat",
     "xml.dom.xmlbuilder", "xml.dom.domreg", "xml.dom.NodeFilter", "xml.dom.expatbuilder",
+    "unittest", "unittest.case", "unittest.loader", "unittest.main", "unittest.result", "unittest.runner",
+    "unittest.signals", "unittest.suite", "unittest.util", "unittest._log",
 ];
 
 /// Cairn's own modules, frozen from `child/py/`: stand-ins for modules that would reach
 /// the host.
-pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio", "_csv", "platform", "xml.parsers.expat"];
+pub const OWN: &[&str] = &["importlib", "importlib.machinery", "io", "os", "_cairnfs", "shutil", "atexit", "asyncio", "_csv", "platform", "xml.parsers.expat", "signal"];

@@ -225,6 +225,15 @@ def close(fd):
     pass
 
 
+def isatty(fd):
+    """No descriptor of a script is a terminal."""
+    return False
+
+
+def get_terminal_size(fd=1):
+    raise OSError(25, "Inappropriate ioctl for device: the sandbox has no terminal")
+
+
 def getenv(key, default=None):
     return environ.get(key, default)
 
