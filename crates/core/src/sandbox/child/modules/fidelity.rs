@@ -163,13 +163,21 @@ fn int_repr(zelf: &PyObject, vm: &VirtualMachine) -> PyResult<PyRef<PyStr>> {
     }
 }
 
+type BuiltinType = &'static rustpython_vm::Py<rustpython_vm::builtins::PyType>;
+
+/// Puts `with` in place of the method `name` of `typ`; it gets the original method (found
+/// through the type's MRO) and the call's arguments, self first.
+fn wrap_method(vm: &VirtualMachine, typ: BuiltinType, name: &'static str, with: impl Fn(&PyObjectRef, FuncArgs, &VirtualMachine) -> PyResult + 'static) {
+    let interned = vm.ctx.intern_str(name);
+    let Some(original) = typ.get_attr(interned) else { return };
+    let wrapped = vm.new_method(name, typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult { with(&original, args, vm) });
+    typ.set_attr(interned, wrapped.into());
+}
+
 /// An `OverflowError` names C types as CPython's does ("Python int too large to convert to C
 /// ssize_t"), not the interpreter's Rust ones (its `__str__`, which `str()` and tracebacks use).
 fn c_type_names(vm: &VirtualMachine) {
-    let typ = vm.ctx.exceptions.overflow_error;
-    let interned = vm.ctx.intern_str("__str__");
-    let Some(original) = typ.get_attr(interned) else { return };
-    let wrapped = vm.new_method("__str__", typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+    wrap_method(vm, vm.ctx.exceptions.overflow_error, "__str__", |original, args, vm| {
         let text = original.call(args, vm)?;
         let s = text.str(vm)?.to_string_lossy().into_owned();
         if !s.contains("to convert to ") {
@@ -177,25 +185,18 @@ fn c_type_names(vm: &VirtualMachine) {
         }
         Ok(vm.ctx.new_str(c_names(&s)).into())
     });
-    typ.set_attr(interned, wrapped.into());
 }
 
 /// `int.to_bytes(length)` with a length beyond a C ssize_t is CPython's OverflowError, not an
 /// attempt to allocate it.
 fn bounded_length(vm: &VirtualMachine) {
-    let typ = vm.ctx.types.int_type;
-    let interned = vm.ctx.intern_str("to_bytes");
-    let Some(original) = typ.get_attr(interned) else { return };
-    let wrapped = vm.new_method("to_bytes", typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+    wrap_method(vm, vm.ctx.types.int_type, "to_bytes", |original, args, vm| {
         let length = args.args.get(1).or_else(|| args.kwargs.get("length"));
-        if let Some(n) = length.and_then(|l| l.downcast_ref::<PyInt>()) {
-            if n.try_to_primitive::<isize>(vm).is_err() {
-                return Err(vm.new_overflow_error("Python int too large to convert to C ssize_t"));
-            }
+        if length.and_then(|l| l.downcast_ref::<PyInt>()).is_some_and(|n| n.try_to_primitive::<isize>(vm).is_err()) {
+            return Err(vm.new_overflow_error("Python int too large to convert to C ssize_t"));
         }
         original.call(args, vm)
     });
-    typ.set_attr(interned, wrapped.into());
 }
 
 /// `text` with the interpreter's Rust integer type names as CPython's C ones.
@@ -251,28 +252,23 @@ fn str_subscript(mapping: PyMapping<'_>, key: &PyObject, vm: &VirtualMachine) ->
 
 /// Wraps the method `name` of `typ`: when it raises, `message` may give the exception's
 /// CPython wording (same class).
-fn reword_method(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython_vm::builtins::PyType>, name: &'static str, message: fn(&VirtualMachine, &FuncArgs, &PyBaseExceptionRef) -> Option<String>) {
-    let interned = vm.ctx.intern_str(name);
-    let Some(original) = typ.get_attr(interned) else { return };
-    let wrapped = vm.new_method(name, typ, move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+fn reword_method(vm: &VirtualMachine, typ: BuiltinType, name: &'static str, message: fn(&VirtualMachine, &FuncArgs, &PyBaseExceptionRef) -> Option<String>) {
+    wrap_method(vm, typ, name, move |original, args, vm| {
         original.call(args.clone(), vm).map_err(|e| match message(vm, &args, &e) {
             Some(text) => fresh(vm, &e, text),
             None => e,
         })
     });
-    typ.set_attr(interned, wrapped.into());
 }
 
 /// `reversed()` of a dict or one of its views walks a copy: the interpreter's own reverse
 /// iterator never ends once the dict's first entry was deleted.
-fn reversed_by_copy(vm: &VirtualMachine, typ: &'static rustpython_vm::Py<rustpython_vm::builtins::PyType>) {
-    let interned = vm.ctx.intern_str("__reversed__");
-    let method = vm.new_method("__reversed__", typ, |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+fn reversed_by_copy(vm: &VirtualMachine, typ: BuiltinType) {
+    wrap_method(vm, typ, "__reversed__", |_, args, vm| {
         let Some(zelf) = args.args.first() else { return Err(vm.new_type_error("__reversed__ needs its object")) };
         let list = vm.ctx.types.list_type.as_object().call((zelf.clone(),), vm)?;
         vm.call_method(&list, "__reversed__", ())
     });
-    typ.set_attr(interned, method.into());
 }
 
 fn text_of(vm: &VirtualMachine, e: &PyBaseExceptionRef) -> String {
