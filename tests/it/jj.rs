@@ -21,7 +21,7 @@ fn jj_in(root: &Path, args: &[&str]) -> String {
 fn jj_never_snapshots_cairns_state() {
     for colocate in [true, false] {
         let f = Fixture::with_files(&[("a.txt", "a\n")]);
-        jj_in(&f.root, if colocate { &["git", "init", "--colocate"] } else { &["git", "init"] });
+        jj_in(&f.root, if colocate { &["git", "init", "--colocate"] } else { &["git", "init", "--no-colocate"] });
         jj_in(&f.root, &["commit", "-m", "base"]);
         f.init();
         let s = f.run_ok("write_file('a.txt', 'b\\n')\n");

@@ -37,7 +37,7 @@ fn repo(colocate: bool, files: &[(&str, &[u8])]) -> Fixture {
             std::fs::set_permissions(f.root.join(p), std::fs::Permissions::from_mode(0o755)).unwrap();
         }
     }
-    user_jj(&f.root, if colocate { &["git", "init", "--colocate"] } else { &["git", "init"] });
+    user_jj(&f.root, if colocate { &["git", "init", "--colocate"] } else { &["git", "init", "--no-colocate"] });
     user_jj(&f.root, &["commit", "-m", "base"]);
     f.home_config(&format!("[jj]\nprogram = \"{}\"\n", jj().display()));
     f.init();

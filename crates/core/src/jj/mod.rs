@@ -86,6 +86,7 @@ pub fn detect(project: &Project) -> (Detection, Option<Cli>) {
     if !project.root.join(".jj").is_dir() {
         return off(format!("no .jj/ in the project root{}", if setting == "true" { " ([jj] enabled = true needs a jj repository)" } else { "" }), None, None);
     }
+    exclude_temporaries(project);
     let Some(program) = find_program(project) else {
         return said_once(off(format!("this is a jj repository, but no `{}` was found on PATH: proposals are not recorded as jj changes", project.config.jj.program), None, None));
     };
@@ -99,6 +100,39 @@ pub fn detect(project: &Project) -> (Detection, Option<Cli>) {
                 return said_once(off(format!("jj {a}.{b}.{c} is older than {x}.{y}.{z}, the oldest Cairn is tested with: proposals are not recorded as jj changes"), Some(program), version));
             }
             (Detection { on: true, program: Some(program), version, why: String::new() }, Some(cli))
+        }
+    }
+}
+
+/// Roots whose repository already excludes Cairn's temporaries (checked once per process).
+static EXCLUDED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Adds Cairn's temporary files (`.<hex>.cairn-tmp`, renamed over their targets as an accept
+/// lands) to the git repository's `info/exclude` behind jj (`.git` when colocated, else the one
+/// `.jj/repo/store/git_target` names): a `jj` command snapshotting the working copy while an accept runs
+/// saw one listed, then gone, and failed. The exclude file is the repository's own, untracked.
+fn exclude_temporaries(project: &Project) {
+    let mut done = EXCLUDED.lock().unwrap_or_else(|p| p.into_inner());
+    if done.contains(&project.root) {
+        return;
+    }
+    done.push(project.root.clone());
+    let rule = format!(".*{}", crate::store::atomic::TEMP_SUFFIX);
+    // jj names its git repository in `store/git_target`, relative to the store.
+    let store = project.root.join(".jj/repo/store");
+    let target = std::fs::read_to_string(store.join("git_target")).ok().map(|t| store.join(t.trim()));
+    let mut gits: Vec<PathBuf> = [Some(project.root.join(".git")), target].into_iter().flatten().filter(|g| g.is_dir()).filter_map(|g| g.canonicalize().ok()).collect();
+    gits.dedup();
+    for git in gits {
+        let exclude = git.join("info").join("exclude");
+        let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if current.lines().any(|l| l.trim() == rule) {
+            continue;
+        }
+        let text = format!("{current}{}# Cairn's temporary files (an accept renames them into place)\n{rule}\n", if current.is_empty() || current.ends_with('\n') { "" } else { "\n" });
+        let written = std::fs::create_dir_all(git.join("info")).and_then(|_| std::fs::write(&exclude, text));
+        if let Err(e) = written {
+            tracing::warn!(target: "cairn::jj", "cannot exclude Cairn's temporaries in {}: {e}", exclude.display());
         }
     }
 }
@@ -247,10 +281,15 @@ fn record(cli: &Cli, project: &Project, bin: &Bin, rec: &AgentRecord) -> Result<
 /// What became of a `proposed` change in jj: `Ok(Some(commit))` to go on with, `Ok(None)`
 /// when it was abandoned or edited there (recorded on the row, left alone).
 fn check_live(cli: &Cli, project: &Project, bin: &Bin, row: &mut JjRow) -> Result<Option<String>> {
-    let Some(commit) = live(cli, project, &row.change)? else {
-        gone(bin, row)?;
-        return Ok(None);
-    };
+    match live(cli, project, &row.change)? {
+        None => gone(bin, row).map(|_| None),
+        Some(commit) => judge(cli, project, bin, row, commit),
+    }
+}
+
+/// A `proposed` change seen at `commit`: rebased by jj (same diff: kept, the row follows) or
+/// edited there (recorded, left alone: `Ok(None)`).
+fn judge(cli: &Cli, project: &Project, bin: &Bin, row: &mut JjRow, commit: String) -> Result<Option<String>> {
     if commit != row.commit {
         if diff_print(cli, project, &commit)? != row.diff {
             row.status = "edited".into();
@@ -259,7 +298,6 @@ fn check_live(cli: &Cli, project: &Project, bin: &Bin, row: &mut JjRow) -> Resul
             bin.jj_event(&row.agent, &row.change, "was edited in jj: Cairn no longer rewrites it")?;
             return Ok(None);
         }
-        // Rebased by jj (the user rewrote its parents): the same change.
         row.commit = commit.clone();
         bin.jj_put(row)?;
     }
@@ -368,7 +406,7 @@ pub fn notice(project: &Project) -> Result<()> {
         match (row.status.as_str(), seen) {
             ("proposed", None) => gone(&bin, &mut row)?,
             ("proposed", Some(commit)) if commit != row.commit => {
-                let _ = check_live(&cli, project, &bin, &mut row)?;
+                judge(&cli, project, &bin, &mut row, commit)?;
             }
             ("squashed", Some(_)) => {
                 row.status = "back".into();
