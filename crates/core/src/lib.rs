@@ -33,6 +33,7 @@ pub mod view;
 pub mod search;
 pub mod externals;
 pub mod hashline;
+pub mod confine;
 pub mod sandbox;
 pub mod runbox;
 pub mod wrap;

@@ -153,12 +153,12 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
     if now == *seen {
         return Ok(());
     }
-    let written: Vec<Written> = runbox::scan(&upper).map_err(|e| Error::io(&upper, e))?;
-    let fresh: Vec<Written> = written.into_iter().filter(|w| now.get(path_of(w)) != seen.get(path_of(w))).collect();
+    let written: Vec<Written> = runbox::scan(&upper, runbox::capture_limits(project)).map_err(|e| Error::io(&upper, e))?;
+    let fresh: Vec<Written> = written.into_iter().filter(|w| now.get(w.path()) != seen.get(w.path())).collect();
     let gone: Vec<String> = seen.keys().filter(|p| !now.contains_key(*p)).cloned().collect();
     let mut ignore = crate::paths::IgnoreRules::new(&project.root);
     // The bases recorded for these paths must be the tree's current files.
-    let touched: Vec<String> = fresh.iter().map(|w| path_of(w).to_string()).chain(gone.iter().cloned()).collect();
+    let touched: Vec<String> = fresh.iter().map(|w| w.path().to_string()).chain(gone.iter().cloned()).collect();
     crate::sync::sync_paths(project, &mut ignore, &touched)?;
     crate::tasks::sessions::with_agent_host(project, agent, |host| {
         for path in &gone {
@@ -170,11 +170,6 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
     Ok(())
 }
 
-fn path_of(w: &Written) -> &str {
-    match w {
-        Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } => path,
-    }
-}
 
 /// The stamp of every entry of the layer, by path.
 fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {

@@ -48,6 +48,7 @@ impl Host<'_> {
                 Written::Deleted { path } => self.delete_under(path, &BTreeSet::new(), ignore, out)?,
                 Written::Replaced { path } => self.delete_under(path, &files, ignore, out)?,
                 Written::Symlink { path } => out.skipped.push(Skipped { path: path.clone(), why: "a symlink (proposals hold regular files)".into() }),
+                Written::TooLarge { path, size } => out.skipped.push(Skipped { path: path.clone(), why: format!("{size} bytes: over the bound of what a command's writes may hold (not read)") }),
             }
         }
         Ok(())

@@ -12,7 +12,7 @@ const REAP_EVERY: Duration = Duration::from_millis(200);
 /// Forks the command; returns its pid. Failures of the child's own steps end it with 125
 /// and a line on its stderr (the run's output).
 #[allow(unsafe_code)]
-pub(super) fn start(spec: &Spec) -> Result<libc::pid_t, String> {
+pub(super) fn start(spec: &Spec, ids: &super::ids::Ids) -> Result<libc::pid_t, String> {
     let (sh, argv_s) = match &spec.wrap {
         Some(w) => (cstr(find_program(w.argv.first().map_or("", String::as_str), spec))?, w.argv.iter().map(cstr).collect::<Result<Vec<_>, _>>()?),
         None => (cstr("/bin/sh")?, vec![cstr("sh")?, cstr("-c")?, cstr(&spec.cmd)?]),
@@ -22,7 +22,7 @@ pub(super) fn start(spec: &Spec) -> Result<libc::pid_t, String> {
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = envp_s.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
-    let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+    let (uid, gid) = ids.command();
     // SAFETY: fork in a single-threaded process.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -52,20 +52,31 @@ fn rlimit(res: rustix::process::Resource, value: u64) {
     let _ = rustix::process::setrlimit(res, limit);
 }
 
-/// The command's own confinement, in the forked child before `exec`.
+/// The command's own confinement, in the forked child before `exec`, in this order: its
+/// identity (as root: 65534, host `nobody`), a nested user and mount namespace (every mount
+/// pid 1 made is now locked together, so no unmount can uncover what the view hides), its
+/// own session without a terminal (runs), limits, no capabilities, no new privileges, a new
+/// session keyring, Landlock's scopes, and the seccomp filter last.
 #[allow(unsafe_code)]
 fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
     use rustix::process::Resource;
-    // A nested user and mount namespace: every mount pid 1 made is now locked together, so
-    // no unmount can uncover what the masks hide.
+    // SAFETY: setresgid/setresuid on this single-threaded child (groups were dropped by
+    // process 1 as root; an ordinary user maps only itself).
+    unsafe {
+        check(libc::setresgid(gid, gid, gid) as _, "set the command's group")?;
+        check(libc::setresuid(uid, uid, uid) as _, "set the command's user")?;
+    }
     super::sys::dumpable(true)?;
     // SAFETY: unshare on this (single-threaded) process.
     check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } as _, "nested namespaces")?;
     map_ids(uid, gid)?;
-    // A wrap session is the user's own agent: no limits but the boundary.
     if spec.wrap.is_none() {
+        // No terminal: a session of its own, stdin from nothing (below).
+        // SAFETY: setsid on this process.
+        check(unsafe { libc::setsid() } as _, "a session of its own")?;
         let mb = 1024 * 1024;
-        rlimit(Resource::Data, spec.max_memory_mb * mb);
+        // The address space counts shared anonymous memory too, which the data limit does not.
+        rlimit(Resource::As, spec.max_memory_mb * mb);
         rlimit(Resource::Fsize, spec.max_memory_mb * mb);
         rlimit(Resource::Nproc, spec.max_processes);
         rlimit(Resource::Core, 0);
@@ -78,20 +89,30 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
     }
     let cwd = cstr(&spec.cwd)?;
     drop_capabilities()?;
-    // SAFETY: chdir, prctl and close_range on this process.
+    // SAFETY: chdir, prctl, keyctl and close_range on this process.
     unsafe {
         check(libc::chdir(cwd.as_ptr()) as _, &format!("cd {}", spec.cwd.display()))?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as _, "no new privileges")?;
+        // A new, empty session keyring (KEYCTL_JOIN_SESSION_KEYRING): nothing of cairn's.
+        libc::syscall(libc::SYS_keyctl, 1, std::ptr::null::<libc::c_char>());
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
-    if spec.wrap.is_some() {
-        // The agent keeps the user's terminal.
-        return Ok(());
+    if spec.wrap.is_none() {
+        let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        // SAFETY: dup2 onto descriptor 0; the File closes its own descriptor.
+        check(unsafe { libc::dup2(null.as_raw_fd(), 0) } as _, "stdin")?;
     }
-    // stdin: nothing to read.
-    let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
-    // SAFETY: dup2 onto descriptor 0.
-    check(unsafe { libc::dup2(null.as_raw_fd(), 0) } as _, "stdin")
+    scopes();
+    let table = crate::confine::filter::Commands { mounts: spec.wrap.is_some() };
+    crate::confine::filter::install(crate::confine::filter::Table::Commands(table)).map_err(|e| format!("seccomp filter: {e}"))
+}
+
+/// Landlock's scopes where the kernel has them (ABI 6): no abstract unix socket and no
+/// signal outside the command's own domain, whatever the network (`network = "host"`
+/// shares the host's abstract sockets otherwise). Best effort: older kernels lack them.
+fn scopes() {
+    use landlock::{Ruleset, RulesetAttr, Scope};
+    let _ = Ruleset::default().scope(Scope::AbstractUnixSocket | Scope::Signal).and_then(|r| r.create()).and_then(|r| r.restrict_self());
 }
 
 /// Empties the bounding, ambient, inheritable, permitted and effective sets: what `exec`

@@ -1,21 +1,24 @@
 //! The confined side of a run (`cairn __confine <spec>`): builds the boundary and runs the
 //! command in it. Three processes:
 //!
-//! 1. this process: dies with `cairn` (parent-death signal), enters new user, mount, pid, ipc,
+//! 1. this process: dies with `cairn` (parent-death signal), decides the identity (as root:
+//!    idmapped clones of root's trees, see [`super::ids`]), enters new user, mount, pid, ipc,
 //!    uts and (unless `network = "host"`) net namespaces, forks, and mirrors the exit of
-//! 2. pid 1 of the new pid namespace: builds the file system ([`super::mounts`]), forks the
+//! 2. pid 1 of the new pid namespace: builds the view ([`super::view`]), forks the
 //!    command, reaps, enforces the timeout, kills everything left when the command ends
 //!    (all of the namespace dies with it), streams the written layer back and records how the
 //!    command ended;
-//! 3. the command: in a nested user and mount namespace (every mount below is locked, so it
-//!    cannot be undone from inside), with no capabilities, no new privileges, rlimits, a
-//!    cleared environment, `sh -c <cmd>`.
+//! 3. the command ([`super::command`]): never host root, in a nested user and mount namespace
+//!    (every mount below is locked, so it cannot be undone from inside), in a session of its
+//!    own without a terminal, with no capabilities, no new privileges, rlimits, a seccomp
+//!    filter, a cleared environment, `sh -c <cmd>`.
 //!
 //! Both helpers are non-dumpable, so the command cannot read their memory or `/proc` entries.
 //! Runs single-threaded from `main` before anything else starts (fork after threads is unsafe).
 
 use super::spec::{Ended, Spec};
-use super::sys::{check, dumpable, map_ids, os_err};
+use super::ids::Ids;
+use super::sys::{check, dumpable, os_err};
 use std::io::Write as _;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -52,14 +55,15 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(spec.parent_pid) {
         return Err("cairn exited before the run started".into());
     }
-    let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+    let mut trees = vec![spec.root.clone(), spec.stage()];
+    trees.extend(spec.read_paths.iter().cloned());
+    trees.extend(spec.wrap.iter().flat_map(|w| w.writable.iter().chain(&w.home_lower).cloned()));
+    let ids = super::ids::prepare(&trees)?;
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if !spec.host_network {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: unshare changes only this process's namespaces; no other thread exists.
-    check(unsafe { libc::unshare(flags) } as _, "user namespaces (unshare)")?;
-    map_ids(uid, gid)?;
+    super::ids::enter(&ids, flags)?;
     dumpable(false)?;
     // The pipe tells pid 1 whether this process is still there (see `pid_one`).
     let mut fds = [0; 2];
@@ -74,7 +78,7 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     }
     if pid == 0 {
         drop(alive_w);
-        let code = match pid_one(spec, alive_r) {
+        let code = match pid_one(spec, alive_r, &ids) {
             Ok(code) => code,
             Err(e) => {
                 write_result(&spec.result_file(), &Ended { setup_error: Some(e), ..Default::default() });
@@ -119,7 +123,7 @@ fn die_with_parent() -> Result<(), String> {
 /// Process 2: pid 1 of the run's namespace. Its result file is opened first, so that even a
 /// failure to build the boundary is reported after the run's directory is hidden.
 #[allow(unsafe_code)]
-fn pid_one(spec: &Spec, alive: OwnedFd) -> Result<i32, String> {
+fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids) -> Result<i32, String> {
     // Through a detached copy of the run's directory: files open for writing on a mount of the
     // tree would keep it from turning read-only, and the directory is hidden later.
     let dir = super::mounts::clone_tree(&spec.dir, false)?;
@@ -129,7 +133,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd) -> Result<i32, String> {
     };
     let mut result = open(super::spec::RESULT)?;
     let capture = open(super::spec::CAPTURE)?;
-    let ended = match confined(spec, alive, capture) {
+    let ended = match confined(spec, alive, capture, ids) {
         Ok(ended) => ended,
         Err(e) => Ended { setup_error: Some(e), ..Default::default() },
     };
@@ -142,7 +146,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd) -> Result<i32, String> {
 }
 
 #[allow(unsafe_code)]
-fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File) -> Result<Ended, String> {
+fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids) -> Result<Ended, String> {
     die_with_parent()?;
     dumpable(false)?;
     let mut poll = [libc::pollfd { fd: alive.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
@@ -152,14 +156,14 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File) -> Result<Ended
         return Err("cairn exited before the run started".into());
     }
     drop(alive);
-    let upper = super::mounts::build(spec)?;
-    let pid = super::command::start(spec)?;
+    let upper = super::view::build(spec, ids)?;
+    let pid = super::command::start(spec, ids)?;
     let ended = super::command::wait(pid, spec.timeout_ms);
     // SAFETY: pid 1 signalling every other process of its own namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };
     super::command::reap_all();
     if spec.capture {
-        super::capture::write(&upper, capture)?;
+        super::capture::write(&upper, capture, spec.capture_limits)?;
     }
     Ok(ended)
 }

@@ -13,14 +13,17 @@
 mod capture;
 mod command;
 pub mod enter;
+mod ids;
 mod mounts;
+mod procfs;
 mod spec;
 mod stage;
 mod sys;
 mod unconfined;
+mod view;
 pub mod wrap;
 
-pub use capture::{scan, Written};
+pub use capture::{scan, Limits, Written};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
@@ -34,10 +37,14 @@ use std::time::{Duration, Instant};
 pub const BASE_ENV: [&str; 3] = ["PATH", "LANG", "TERM"];
 /// `PATH` when the host has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Host directories replaced by an empty private tmpfs (besides home and `$CAIRN_HOME`).
-const MASKED: [&str; 7] = ["/tmp", "/var/tmp", "/run", "/home", "/root", "/etc/ssh", "/mnt"];
-/// Host files replaced by `/dev/null`.
-pub(super) const HIDDEN: [&str; 3] = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+/// The system directories every view shows read-only (the allow-list; missing ones are
+/// skipped, symlinked ones stay symlinks). `/opt` and anything else only through
+/// `read_paths`.
+pub const SYSTEM: [&str; 8] = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/// Directories of `/etc` that hold secrets, covered by an empty directory.
+pub const HIDDEN_DIRS: [&str; 8] = ["/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/credstore", "/etc/credstore.encrypted", "/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/ipsec.d"];
+/// Files of `/etc` that hold secrets, covered by `/dev/null`.
+pub const HIDDEN_FILES: [&str; 9] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/ipsec.secrets"];
 /// Slack the parent gives pid 1 past the timeout before killing the run from outside.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -148,9 +155,6 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
-    let mut masks: Vec<PathBuf> = MASKED.iter().map(PathBuf::from).collect();
-    masks.push(home.clone());
-    masks.push(project.home.dir.clone());
     let read_paths = run.read_paths.iter().map(|p| expand(p, &home, &project.root)).collect();
     let (workspace_masks, cwd) = workspace_paths(project, req.cwd)?;
     Ok(Spec {
@@ -160,8 +164,10 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         cmd: req.cmd.to_string(),
         cwd,
         env,
-        masks,
-        hidden_files: HIDDEN.iter().map(PathBuf::from).collect(),
+        system: SYSTEM.iter().map(PathBuf::from).collect(),
+        home,
+        hidden_dirs: hidden_dirs(project),
+        hidden_files: HIDDEN_FILES.iter().map(PathBuf::from).collect(),
         read_paths,
         workspace_masks,
         host_network: run.network == "host",
@@ -169,8 +175,24 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         max_memory_mb: run.max_memory_mb,
         max_processes: run.max_processes,
         capture: req.capture,
+        capture_limits: capture_limits(project),
         wrap: None,
     })
+}
+
+/// The directories every view covers: `/etc`'s secrets and `$CAIRN_HOME` (visible if a
+/// read path holds it).
+pub(super) fn hidden_dirs(project: &Project) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = HIDDEN_DIRS.iter().map(PathBuf::from).collect();
+    dirs.push(project.home.dir.clone());
+    dirs
+}
+
+/// How much of a command's writes is read back: `[sandbox] max_write_bytes`, per file and in
+/// total, as for an agent's own writes.
+pub fn capture_limits(project: &Project) -> Limits {
+    let max = project.config.sandbox.max_write_bytes;
+    Limits { file: max, total: max }
 }
 
 /// What every boundary hides inside the workspace (Cairn's state, and `$CAIRN_HOME` when it

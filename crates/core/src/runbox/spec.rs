@@ -23,11 +23,16 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// The command's whole environment (already reduced to the allow-list).
     pub env: Vec<(String, String)>,
-    /// Directories covered by an empty private tmpfs (home, `/tmp`, `$CAIRN_HOME`, ...).
-    pub masks: Vec<PathBuf>,
+    /// System directories shown read-only at their own paths (missing ones skipped).
+    pub system: Vec<PathBuf>,
+    /// The command's home: an empty private directory (`HOME`).
+    pub home: PathBuf,
+    /// Directories of the view covered by an empty read-only directory (`/etc/ssh`,
+    /// `$CAIRN_HOME`, credential stores).
+    pub hidden_dirs: Vec<PathBuf>,
     /// Files covered by `/dev/null` (`/etc/shadow`, ...).
     pub hidden_files: Vec<PathBuf>,
-    /// Host paths kept readable (read-only) inside the masks.
+    /// Host paths shown read-only besides the system (`[run] read_paths`).
     pub read_paths: Vec<PathBuf>,
     /// Paths inside the workspace covered by an empty read-only tmpfs (`.agentfs`, `.grail`).
     pub workspace_masks: Vec<PathBuf>,
@@ -38,6 +43,9 @@ pub struct Spec {
     pub max_processes: u64,
     /// Stream the written layer back (`capture` file) after the command ends.
     pub capture: bool,
+    /// Bounds of the capture, by apparent and on-disk size, before a byte is read: larger
+    /// files are reported, not read ([`super::Written::TooLarge`]).
+    pub capture_limits: super::capture::Limits,
     /// `cairn wrap`: the rest of this section.
     #[serde(default)]
     pub wrap: Option<Wrap>,
@@ -54,6 +62,11 @@ pub struct Wrap {
     pub writable: Vec<PathBuf>,
     /// Paths inside the workspace that are read-only (`.git`, `.jj`, `.cairn.toml`).
     pub read_only: Vec<PathBuf>,
+    /// Keep the user's terminal (`/dev/tty`, the host's `/dev/pts`).
+    pub host_terminal: bool,
+    /// The home shows this host directory copy-on-write (writes thrown away) instead of an
+    /// empty one.
+    pub home_lower: Option<PathBuf>,
 }
 
 impl Spec {
@@ -65,10 +78,6 @@ impl Spec {
     /// itself, on disk, for a wrap session (its writes outlive a crash of `cairn wrap`).
     pub fn rw(&self) -> PathBuf {
         self.dir.join("rw")
-    }
-    /// Where the overlay is assembled before it moves onto the project's path.
-    pub fn merged(&self) -> PathBuf {
-        self.dir.join("merged")
     }
     /// The written layer, streamed back (see [`super::capture`]).
     pub fn capture_file(&self) -> PathBuf {

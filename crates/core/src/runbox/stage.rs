@@ -19,7 +19,7 @@ impl RunDir {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!("{}-{}-{}", std::process::id(), crate::time::now_ms(), NEXT.fetch_add(1, Ordering::Relaxed));
         let path = project.home.dir.join("runs").join(name);
-        for d in ["stage", "rw", "merged"] {
+        for d in ["stage", "box"] {
             std::fs::create_dir_all(path.join(d)).map_err(|e| Error::io(path.join(d), e))?;
         }
         // Only this user may look into a run's files (its spec holds the allowed environment).

@@ -9,7 +9,7 @@
 //!   system or network access at all.
 //! - [`lock`], once the interpreter is built and the run's limits are known: rlimits (address
 //!   space, CPU, no processes, few descriptors, file size 0, no core dumps), the heap cap of
-//!   [`super::alloc`], and the allow-list seccomp filter of [`super::seccomp`] on every
+//!   [`super::alloc`], and the allow-list seccomp filter of [`crate::confine::filter`] on every
 //!   thread.
 //!
 //! What could be applied is reported in [`Applied`]: kernels differ, and a missing layer is
@@ -297,6 +297,6 @@ pub fn lock(start: &Start, applied: &mut Applied) {
     let mut line = serde_json::to_vec(&over).unwrap_or_default();
     line.push(b'\n');
     super::alloc::set_cap(super::alloc::live() + (start.max_memory_mb * mb) as usize, line);
-    applied.seccomp = super::seccomp::install().is_ok();
+    applied.seccomp = crate::confine::filter::install(crate::confine::filter::Table::Child).is_ok();
 }
 

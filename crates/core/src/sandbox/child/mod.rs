@@ -10,7 +10,6 @@ pub mod alloc;
 pub mod confine;
 mod modules;
 pub mod probe;
-mod seccomp;
 pub mod value;
 pub mod zygote;
 

@@ -1,0 +1,225 @@
+//! Who the command is. As an ordinary user: that user, mapped onto itself in the run's user
+//! namespace (nothing changes). As root: never host root. The run's user namespace maps
+//! inside 0 → host 0 (pid 1, which builds the view) and 65534 → host 65534 (the command,
+//! which drops to it before `exec`). So the kernel sees the command as `nobody`: host-wide
+//! sysctls, root-only files and the `RLIMIT_NPROC` exemption of uid 0 are out of its reach.
+//!
+//! Root's own files must still be the command's to use: the project (copy-on-write), the
+//! proposal's stage, `read_paths` and a wrapped agent's state. They are attached through
+//! *idmapped mounts* ([`idmapped`]), made here by process 1 while it is still host root
+//! (only the initial namespace may idmap an ext4/xfs/btrfs mount): on them, files owned by
+//! host uid/gid 0 appear owned by 65534. Writes land in the overlay's upper layer as 65534 and
+//! come back through the capture, written by Cairn as root. A file system without idmapped
+//! mounts (NFS, FUSE, an overlayfs root) is a missing layer, reported, never a fallback to
+//! host root.
+
+use super::sys::{check, cstr, os_err};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// The command's identity inside when `cairn` runs as root (`nobody`/`nogroup`).
+pub const UNPRIVILEGED: u32 = 65534;
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+
+/// The identity of a run, decided by process 1 before it leaves the host's namespaces.
+pub struct Ids {
+    /// Started as root: the command drops to [`UNPRIVILEGED`].
+    pub root: bool,
+    /// uid and gid of `cairn`.
+    pub uid: u32,
+    pub gid: u32,
+    /// Host paths already cloned, idmapped (as root): attached by pid 1 instead of bound.
+    pub trees: Vec<(PathBuf, OwnedFd)>,
+}
+
+impl Ids {
+    /// The command's uid and gid inside the run's user namespace.
+    pub fn command(&self) -> (u32, u32) {
+        if self.root { (UNPRIVILEGED, UNPRIVILEGED) } else { (self.uid, self.gid) }
+    }
+    /// The idmapped tree of `path`, if one was made.
+    pub fn tree(&self, path: &Path) -> Option<&OwnedFd> {
+        self.trees.iter().find(|(p, _)| p == path).map(|(_, t)| t)
+    }
+}
+
+/// Before `unshare`: as root, no supplementary groups, and idmapped clones of `paths` (those
+/// that exist). `Err` names the missing layer.
+#[allow(unsafe_code)]
+pub fn prepare(paths: &[PathBuf]) -> Result<Ids, String> {
+    let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
+    // Root of a container's user namespace is some host user already: as an ordinary one.
+    let root = uid == 0 && initial_user_namespace();
+    let mut ids = Ids { root, uid, gid, trees: Vec::new() };
+    if !root {
+        return Ok(ids);
+    }
+    // SAFETY: setgroups with an empty list, in this single-threaded process.
+    check(unsafe { libc::setgroups(0, std::ptr::null()) } as _, "drop supplementary groups")?;
+    let userns = idmap_userns()?;
+    for p in paths {
+        if ids.tree(p).is_some() || std::fs::symlink_metadata(p).is_err() {
+            continue;
+        }
+        let tree = idmapped(p, &userns).map_err(|e| format!("as root, commands run as uid {UNPRIVILEGED} and see root's files through idmapped mounts, which {} does not allow: {e}", p.display()))?;
+        ids.trees.push((p.clone(), tree));
+    }
+    Ok(ids)
+}
+
+/// Is this process in the host's own user namespace (its uid map the identity of all ids)?
+fn initial_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|m| m.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"])
+}
+
+/// A detached recursive clone of `path` on which host uid/gid 0 appear as 65534.
+#[allow(unsafe_code)]
+fn idmapped(path: &Path, userns: &OwnedFd) -> Result<OwnedFd, String> {
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let p = cstr(path)?;
+    // SAFETY: open_tree returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, p.as_ptr(), OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as libc::c_uint) };
+    check(fd, "open_tree")?;
+    // SAFETY: a descriptor we own from here on.
+    let tree = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let attr = MountAttr { attr_set: MOUNT_ATTR_IDMAP, attr_clr: 0, propagation: 0, userns_fd: userns.as_raw_fd() as u64 };
+    let empty = cstr("")?;
+    // SAFETY: mount_setattr on our detached tree with a correctly sized struct.
+    let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, tree.as_raw_fd(), empty.as_ptr(), libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) };
+    check(rc, "idmapped mount")?;
+    Ok(tree)
+}
+
+/// A user namespace mapping inside 0 → host 65534 (uid and gid), held by its descriptor: a
+/// child enters it and waits; this process writes its maps, opens it and ends the child.
+#[allow(unsafe_code)]
+fn idmap_userns() -> Result<OwnedFd, String> {
+    let map = format!("0 {UNPRIVILEGED} 1\n");
+    let child = fork_in_new_userns()?;
+    let result = (|| {
+        write_maps(child.pid, &map, &map, false)?;
+        std::fs::File::open(format!("/proc/{}/ns/user", child.pid)).map(OwnedFd::from).map_err(|e| format!("user namespace of the idmap: {e}"))
+    })();
+    drop(child);
+    result
+}
+
+/// A child process that entered a new user namespace and waits (killed and reaped on drop).
+struct Waiting {
+    pid: libc::pid_t,
+}
+
+impl Drop for Waiting {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn fork_in_new_userns() -> Result<Waiting, String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
+    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fork in a single-threaded process; the child only makes syscalls.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(os_err("fork"));
+    }
+    if pid == 0 {
+        // SAFETY: in the child: unshare, say so, wait to be killed.
+        unsafe {
+            let ok = libc::unshare(libc::CLONE_NEWUSER) == 0;
+            libc::write(w.as_raw_fd(), [ok as u8].as_ptr() as *const libc::c_void, 1);
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    drop(w);
+    let waiting = Waiting { pid };
+    let mut b = [0u8; 1];
+    // SAFETY: reading one byte from our pipe.
+    let n = unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1) };
+    if n != 1 || b[0] != 1 {
+        return Err("user namespaces (unshare)".into());
+    }
+    Ok(waiting)
+}
+
+/// Writes the id maps of process `pid` (`deny`: refuse `setgroups` in it first, as an
+/// unprivileged writer must).
+pub fn write_maps(pid: libc::pid_t, uid_map: &str, gid_map: &str, deny: bool) -> Result<(), String> {
+    let write = |file: &str, text: &str| std::fs::write(format!("/proc/{pid}/{file}"), text).map_err(|e| format!("user namespace ({file}): {e}"));
+    if deny {
+        write("setgroups", "deny")?;
+    }
+    write("uid_map", uid_map)?;
+    write("gid_map", gid_map)
+}
+
+/// Enters new namespaces (`flags` holds `CLONE_NEWUSER`) and maps the ids: as an ordinary
+/// user onto itself; as root, 0 → 0 and 65534 → 65534, written by a helper still in the
+/// host's namespace (a process may write a map of more than its own id only from outside).
+#[allow(unsafe_code)]
+pub fn enter(ids: &Ids, flags: libc::c_int) -> Result<(), String> {
+    if !ids.root {
+        // SAFETY: unshare changes only this process's namespaces; no other thread exists.
+        check(unsafe { libc::unshare(flags) } as _, "user namespaces (unshare)")?;
+        return super::sys::map_ids(ids.uid, ids.gid);
+    }
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
+    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fork in a single-threaded process.
+    let helper = unsafe { libc::fork() };
+    if helper < 0 {
+        return Err(os_err("fork"));
+    }
+    if helper == 0 {
+        drop(w);
+        let mut b = [0u8; 1];
+        // SAFETY: wait for the go, write the maps, leave without destructors.
+        unsafe {
+            let go = libc::read(r.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1) == 1;
+            let map = format!("0 0 1\n{UNPRIVILEGED} {UNPRIVILEGED} 1\n");
+            let ok = go && write_maps(me, &map, &map, false).is_ok();
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    drop(r);
+    // SAFETY: as above; the helper waits for the byte below.
+    let rc = unsafe { libc::unshare(flags) };
+    let err = (rc < 0).then(|| os_err("user namespaces (unshare)"));
+    // SAFETY: one byte to our helper (or none: it exits on the hang-up).
+    unsafe { libc::write(w.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, if err.is_some() { 0 } else { 1 }) };
+    drop(w);
+    let mut status = 0;
+    // SAFETY: reaping our helper.
+    unsafe { libc::waitpid(helper, &mut status, 0) };
+    if let Some(e) = err {
+        return Err(e);
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err("user namespace (id maps written by the host side)".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `/dev` and `/proc` of a view, as container runtimes make them (runc's defaults):
+//!
+//! - `/dev`: `null`, `zero`, `full`, `random`, `urandom` from the host (each checked to be
+//!   the device it names, so a planted file cannot stand in), a private `devpts` (no host
+//!   terminal is there: `TIOCSTI` has nothing to type into), `/dev/shm` on the view's
+//!   tmpfs, the usual links. No `/dev/tty` for runs; a wrap session keeps the user's terminal
+//!   (`host_terminal`).
+//! - `/proc`: the run's own pid namespace. `/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`,
+//!   `/proc/bus` and `/proc/fs` read-only; `/proc/kcore`, `/proc/keys`, `/proc/timer_list` and
+//!   the other files that show the host's kernel state covered by `/dev/null`; `/proc/acpi`,
+//!   `/proc/asound` and `/proc/scsi` covered by an empty read-only directory. Masks go on
+//!   before the command's nested user namespace locks them.
+
+use super::mounts::{bind, make_dir_mode, make_dirs, make_file, mount, set_attrs, tmpfs, NODEV, NOEXEC, NOSUID, RDONLY};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+/// Device nodes (name, major, minor) the view's `/dev` gets from the host's.
+const DEVICES: [(&str, u32, u32); 5] = [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9)];
+/// `/proc` files covered by `/dev/null`.
+pub const PROC_MASKED_FILES: [&str; 10] = ["kcore", "keys", "key-users", "timer_list", "timer_stats", "sched_debug", "latency_stats", "kallsyms", "kmsg", "config.gz"];
+/// `/proc` directories covered by an empty read-only directory.
+pub const PROC_MASKED_DIRS: [&str; 3] = ["acpi", "asound", "scsi"];
+/// `/proc` paths made read-only.
+pub const PROC_READ_ONLY: [&str; 5] = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
+
+/// Is the host's `/dev/<name>` the character device it should be?
+fn is_device(path: &Path, major: u32, minor: u32) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device() && libc::major(m.rdev()) == major && libc::minor(m.rdev()) == minor)
+}
+
+pub(super) fn dev(dev: &Path, host_terminal: bool) -> Result<(), String> {
+    make_dir_mode(dev, 0o755)?;
+    let mut names: Vec<(&str, bool)> = DEVICES.iter().map(|(n, ma, mi)| (*n, is_device(&Path::new("/dev").join(n), *ma, *mi))).collect();
+    if host_terminal {
+        names.push(("tty", is_device(Path::new("/dev/tty"), 5, 0)));
+    }
+    for (name, ok) in names {
+        if !ok {
+            continue;
+        }
+        let target = dev.join(name);
+        make_file(&target)?;
+        mount(&format!("/dev/{name}"), &target, "", libc::MS_BIND, None)?;
+        set_attrs(&target, NOSUID | NOEXEC, false)?;
+    }
+    for (link, to) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")] {
+        let _ = std::os::unix::fs::symlink(to, dev.join(link));
+    }
+    let shm = dev.join("shm");
+    make_dir_mode(&shm, 0o1777)?;
+    bind(&shm, &shm)?;
+    let pts = dev.join("pts");
+    make_dirs(&pts)?;
+    if host_terminal {
+        bind(Path::new("/dev/pts"), &pts)?;
+    } else {
+        // A terminal of its own is a convenience (some test runners want one); its absence
+        // is no error.
+        let _ = mount("devpts", &pts, "devpts", libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620"));
+    }
+    Ok(())
+}
+
+pub(super) fn proc(proc: &Path) -> Result<(), String> {
+    make_dirs(proc)?;
+    mount("proc", proc, "proc", libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(|e| format!("a private /proc: {e}"))?;
+    for name in PROC_READ_ONLY {
+        let p = proc.join(name);
+        if p.exists() {
+            bind(&p, &p)?;
+            set_attrs(&p, RDONLY | NOSUID | NODEV | NOEXEC, true)?;
+        }
+    }
+    for name in PROC_MASKED_FILES {
+        let p = proc.join(name);
+        if p.is_file() {
+            mount("/dev/null", &p, "", libc::MS_BIND, None)?;
+        }
+    }
+    for name in PROC_MASKED_DIRS {
+        let p = proc.join(name);
+        if p.is_dir() {
+            tmpfs(&p, 1, "0555", libc::MS_RDONLY)?;
+        }
+    }
+    Ok(())
+}
