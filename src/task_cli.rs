@@ -103,6 +103,10 @@ pub enum TaskCmd {
         /// Only these check indices (repeatable).
         #[arg(long = "only")]
         only: Vec<usize>,
+        /// Also run checks an agent wrote that no human approved (confined, as every check;
+        /// their results still do not count).
+        #[arg(long)]
+        unapproved: bool,
     },
     /// Attest a manual check: pass, or `--fail`.
     Attest {
@@ -146,11 +150,17 @@ pub fn run(project: &Project, cmd: TaskCmd) -> Result<i32> {
         TaskCmd::Show { id, json } => (tasks::get(project, &id)?, json),
         TaskCmd::Claim { id } => (tasks::claim(project, &who, &id)?, false),
         TaskCmd::Transition { id, to } => (tasks::transition(project, &who, &id, &to)?, false),
-        TaskCmd::Check { id, only } => {
+        TaskCmd::Check { id, only, unapproved } => {
             let only = (!only.is_empty()).then_some(only);
-            let t = tasks::checks::run(project, &who, &id, only.as_deref())?;
+            let t = tasks::checks::run(project, &who, &id, only.as_deref(), unapproved)?;
             let failing = t.row.checks.iter().any(|c| c.result == tasks::CheckResult::Fail);
             show(&t);
+            if !unapproved {
+                for i in tasks::checks::waiting_for_approval(&t.row) {
+                    let c = &t.row.checks[i];
+                    outln(&format!("check {i} waits for approval, not run: {} (by {}); `cairn task approve-check {} {i}`, or `cairn task check {} --unapproved`", c.desc, c.author.as_deref().unwrap_or("?"), t.row.id, t.row.id));
+                }
+            }
             return Ok(i32::from(failing));
         }
         TaskCmd::Attest { id, index, fail } => (tasks::attest(project, &who, &id, index, !fail)?, false),

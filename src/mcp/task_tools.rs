@@ -49,7 +49,7 @@ impl Server {
     #[tool(description = "Run the task's command checks, confined, against its proposal, and record pass or fail.")]
     async fn task_run_checks(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<ChecksArgs>) -> Reply {
         let only: Option<Vec<usize>> = a.only.map(|v| v.into_iter().map(|i| i as usize).collect());
-        self.core(&ctx, move |p, who| tasks::checks::run(p, who, &a.id, only.as_deref())).await
+        self.core(&ctx, move |p, who| tasks::checks::run(p, who, &a.id, only.as_deref(), false)).await
     }
 
     #[tool(description = "Add a note to a task's history, for the reviewer.")]

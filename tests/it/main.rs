@@ -5,6 +5,7 @@ mod support;
 
 mod agents_mcp;
 mod architecture;
+mod boundary;
 mod budgets;
 mod cli;
 mod config_gc;

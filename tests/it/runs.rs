@@ -196,8 +196,8 @@ fn a_formatter_run_through_session_exec_becomes_the_proposal() {
 
 /// `cmd` as an ordinary user: uid/gid 65534 through `setpriv` when the tests run as root
 /// (containers, CI), else as is.
-fn as_ordinary_user(args: &[&std::ffi::OsStr]) -> Command {
-    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+pub fn as_ordinary_user(args: &[&std::ffi::OsStr]) -> Command {
+    let root = is_root();
     let mut c = if root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
@@ -207,6 +207,11 @@ fn as_ordinary_user(args: &[&std::ffi::OsStr]) -> Command {
     };
     c.args(if root { args } else { &args[1..] });
     c
+}
+
+/// Do the tests run as root?
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false)
 }
 
 /// A minimal MCP client over raw JSON-RPC lines (the SDK's interpreter may not be reachable

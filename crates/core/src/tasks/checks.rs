@@ -18,8 +18,11 @@ pub fn blocking(t: &TaskRow) -> Vec<String> {
         .collect()
 }
 
-/// Runs the `cmd` checks of task `id` (`only`: these indices) and stores the results.
-pub fn run(project: &Project, who: &str, id: &str, only: Option<&[usize]>) -> Result<super::Task> {
+/// Runs the `cmd` checks of task `id` (`only`: these indices) and stores the results. When a
+/// human asks, checks an agent wrote and no human approved are not run (they would run the
+/// agent's command on the human's word) unless `unapproved`; they stay pending, listed by
+/// [`waiting_for_approval`].
+pub fn run(project: &Project, who: &str, id: &str, only: Option<&[usize]>, unapproved: bool) -> Result<super::Task> {
     let mut t = super::get(project, id)?.row;
     let indices: Vec<usize> = match only {
         Some(list) => list.to_vec(),
@@ -28,13 +31,24 @@ pub fn run(project: &Project, who: &str, id: &str, only: Option<&[usize]>) -> Re
     if let Some(bad) = indices.iter().find(|i| **i >= t.checks.len()) {
         return Err(refused(&t.id, format!("has no check {bad}")));
     }
+    let indices: Vec<usize> = if crate::store::bin::is_human(who) && !unapproved {
+        indices.into_iter().filter(|i| t.checks[*i].counts()).collect()
+    } else {
+        indices
+    };
     run_these(project, who, &mut t, &indices)?;
     super::get(project, &t.id)
 }
 
+/// The `cmd` checks of `t` an agent wrote that wait for a human's approval (not run on a
+/// human's `cairn task check` without `--unapproved`).
+pub fn waiting_for_approval(t: &TaskRow) -> Vec<usize> {
+    t.checks.iter().enumerate().filter(|(_, c)| c.cmd.is_some() && !c.counts()).map(|(i, _)| i).collect()
+}
+
 /// Runs the `cmd` checks that do not pass yet (before closing).
 pub(super) fn run_unpassed(project: &Project, who: &str, t: &mut TaskRow) -> Result<()> {
-    let indices: Vec<usize> = t.checks.iter().enumerate().filter(|(_, c)| c.cmd.is_some() && c.result != CheckResult::Pass).map(|(i, _)| i).collect();
+    let indices: Vec<usize> = t.checks.iter().enumerate().filter(|(_, c)| c.cmd.is_some() && c.counts() && c.result != CheckResult::Pass).map(|(i, _)| i).collect();
     if indices.is_empty() {
         return Ok(());
     }
