@@ -217,11 +217,12 @@ impl Drop for Up {
 /// to the end of the sandbox and host-side work, as `run.log` records it ("run ended after N
 /// ms"). Test-side timing would count process start-up and storage latency under load.
 pub fn run_time(p: &cairn::project::Project, id: &str) -> Duration {
+    run_time_if_ran(p, id).unwrap_or_else(|| panic!("no run time in the log of {id}"))
+}
+
+/// [`run_time`], or `None` when the agent never ran (refused by the pre-flight check).
+pub fn run_time_if_ran(p: &cairn::project::Project, id: &str) -> Option<Duration> {
     let log = std::fs::read_to_string(p.agent_dir(id).join("run.log")).unwrap_or_default();
-    let ms = log
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("run ended after ")?.strip_suffix(" ms")?.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no run time in the log of {id}: {log}"));
-    Duration::from_millis(ms)
+    let ms = log.lines().rev().find_map(|l| l.strip_prefix("run ended after ")?.strip_suffix(" ms")?.parse::<u64>().ok())?;
+    Some(Duration::from_millis(ms))
 }
