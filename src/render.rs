@@ -208,8 +208,11 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
             _ => outln!("jj: off ({})", esc(&report.jj.why)),
         }
         match report.confined_runs.as_str() {
-            "ok" => outln!("confined runs: ok (checks and run_command run inside namespaces, see :help cairn-runs)"),
+            "ok" => outln!("confined runs: ok (checks, run_command and session exec, see :help cairn-runs)"),
             why => outln!("confined runs: unavailable, runs are refused: {}", esc(why)),
+        }
+        for layer in &report.runs_layers {
+            outln!("  {}", esc(layer));
         }
         outln!("{}", if report.ok { "ok" } else { "problems found (see above)" });
     }

@@ -42,7 +42,14 @@ function M.check()
   end
   M.sandbox(h, info.sandbox)
   if info.confined_runs == nil or info.confined_runs == vim.NIL then
-    h.ok('confined runs: checks and run_command run in namespaces with a copy-on-write workspace')
+    h.ok('confined runs: checks and run_command run in an allow-listed view with a copy-on-write workspace')
+    for _, layer in ipairs(type(info.runs_layers) == 'table' and info.runs_layers or {}) do
+      if layer:find('MISSING', 1, true) then
+        h.warn('  ' .. layer, { 'see :help cairn-runs' })
+      else
+        h.ok('  ' .. layer)
+      end
+    end
   else
     h.error('confined runs unavailable (checks and run_command are refused): ' .. info.confined_runs,
       { 'see :help cairn-runs' })

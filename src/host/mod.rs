@@ -305,6 +305,7 @@ impl Handler {
         let warnings = cairn_core::config::load(&self.project.home.dir, Some(&self.project.root), &|k| std::env::var(k).ok())
             .map(|l| l.warnings)
             .unwrap_or_else(|e| vec![e.to_string()]);
+        let runs = cairn_core::runbox::probe(&self.project);
         serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),
             "root": self.project.root,
@@ -316,7 +317,8 @@ impl Handler {
             "config_warnings": warnings,
             "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
             "sandbox": health::sandbox_health(&self.project.exe),
-            "confined_runs": cairn_core::runbox::probe(&self.project).err(),
+            "confined_runs": runs.as_ref().err(),
+            "runs_layers": runs.as_ref().ok(),
             "jj": cairn_core::jj::detect(&self.project).0,
             "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
         })

@@ -198,38 +198,66 @@ fn probes_as_an_ordinary_user_reach_nothing() {
 }
 
 /// Memory, processes and disk: one budget, counted as root too; a sparse file costs cairn
-/// nothing.
-#[test]
-fn budgets_hold_and_sparse_files_cost_nothing() {
-    let f = Fixture::with_files(&[("a.txt", "a\n")]);
-    f.home_config("[run]\nmax_memory_mb = 64\nmax_processes = 8\n");
-    let cmd = [
+/// nothing. Each row is a run of its own: a budget may end a run by killing it (a cgroup's
+/// out-of-memory kill), which holds as well as a refused allocation does.
+fn budgets_hold(mut m: RawMcp) {
+    let rows = [
         // Forks until refused (sh gives up at the first), then counts with builtins only.
-        "sh -c 'for i in $(seq 1 30); do sleep 60 & done' 2>/dev/null",
-        "n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; [ \"$n\" -gt 9 ] && echo LEAK-processes-$n",
-        "for p in /proc/[0-9]*; do read c < $p/comm; [ \"$c\" = sleep ] && kill ${p#/proc/}; done 2>/dev/null",
-        "head -c 100M /dev/zero > /tmp/a 2>/dev/null && echo LEAK-tmp-size; rm -f /tmp/a",
-        "head -c 40M /dev/zero > /tmp/a 2>/dev/null; head -c 40M /dev/zero > $HOME/b 2>/dev/null && echo LEAK-one-budget; rm -f /tmp/a $HOME/b",
-        "head -c 40M /dev/zero > /dev/shm/a 2>/dev/null; head -c 40M /dev/zero > w.bin 2>/dev/null && echo LEAK-shm-budget; rm -f /dev/shm/a w.bin",
+        "sh -c 'for i in $(seq 1 30); do sleep 60 & done' 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; [ \"$n\" -gt 9 ] && echo LEAK-processes-$n",
+        "head -c 100M /dev/zero > /tmp/a 2>/dev/null && echo LEAK-tmp-size",
+        "head -c 40M /dev/zero > /tmp/a 2>/dev/null; head -c 40M /dev/zero > $HOME/b 2>/dev/null && echo LEAK-one-budget",
+        "head -c 40M /dev/zero > /dev/shm/a 2>/dev/null; head -c 40M /dev/zero > w.bin 2>/dev/null && echo LEAK-shm-budget",
         "python3 -c 'import mmap; m = mmap.mmap(-1, 200 << 20); m.write(b\"x\" * (200 << 20))' 2>/dev/null && echo LEAK-shared-memory",
-        "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do truncate -s 60M sparse$i.bin || exit 9; done; echo made-sparse",
-        "echo budget-done",
-    ]
-    .join("\n");
-    let mut c = Command::new(exe());
-    c.args(["--project-root"]).arg(&f.root).args(["--cairn-home"]).arg(&f.home).arg("mcp");
-    let mut m = RawMcp::start(c);
+        "python3 -c \"import os; fd = os.memfd_create('m'); [os.write(fd, b'x' * (1 << 20)) for _ in range(200)]\" 2>/dev/null && echo LEAK-memfd",
+        "python3 -c \"import ctypes, sys; l = ctypes.CDLL(None); sys.exit(0 if l.shmget(0, 200 << 20, 0o1600) >= 0 else 1)\" && echo LEAK-sysv-shm",
+    ];
     let task = m.call("task_create", json!({"title": "budgets"}));
     let s = m.call("session_begin", json!({"task": task["id"], "idempotency_key": "k"}));
-    let ran = m.call("run_command", json!({"session": s["id"], "command": cmd}));
-    let out = ran["output"].as_str().unwrap();
-    assert!(out.contains("budget-done") && out.contains("made-sparse"), "{ran}");
-    assert!(!out.lines().any(|l| l.starts_with("LEAK")), "{out}");
+    for row in rows {
+        let ran = m.call("run_command", json!({"session": s["id"], "command": format!("echo row-start; {row}")}));
+        let out = ran["output"].as_str().unwrap();
+        assert!(out.starts_with("row-start"), "{row}: {ran}");
+        assert!(!out.lines().any(|l| l.starts_with("LEAK")), "{row}: {ran}");
+    }
+    let sparse = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do truncate -s 60M sparse$i.bin || exit 9; done; echo made-sparse";
+    let ran = m.call("run_command", json!({"session": s["id"], "command": sparse}));
+    assert!(ran["output"].as_str().unwrap().contains("made-sparse"), "{ran}");
     let skipped = ran["skipped"].to_string();
     assert!(skipped.contains("sparse12.bin") && skipped.contains("62914560"), "sparse files are reported, not read: {ran}");
     assert!(!ran["changed"].to_string().contains("sparse"), "{ran}");
     let hwm = peak_rss_kb(m.pid());
-    assert!(hwm < 300 * 1024, "cairn mcp held {hwm} kB reading back a sparse file");
+    assert!(hwm < 300 * 1024, "cairn mcp held {hwm} kB reading back sparse files");
+}
+
+#[test]
+fn budgets_hold_and_sparse_files_cost_nothing() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.home_config("[run]\nmax_memory_mb = 64\nmax_processes = 8\n");
+    let mut c = Command::new(exe());
+    c.args(["--project-root"]).arg(&f.root).args(["--cairn-home"]).arg(&f.home).arg("mcp");
+    budgets_hold(RawMcp::start(c));
+}
+
+#[test]
+fn budgets_hold_for_an_ordinary_user() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (root, home) = (dir.path().join("proj"), dir.path().join("home"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    std::fs::write(home.join("config.toml"), "[run]\nmax_memory_mb = 64\nmax_processes = 8\n").unwrap();
+    if is_root() {
+        assert!(Command::new("chown").arg("-R").arg("65534:65534").arg(&root).arg(&home).status().unwrap().success());
+    }
+    let exe = exe();
+    let base = |sub: &str| {
+        let mut c = as_ordinary_user(&[exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), home.as_os_str(), sub.as_ref()]);
+        c.env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    };
+    assert!(base("init").output().unwrap().status.success());
+    budgets_hold(RawMcp::start(base("mcp")));
 }
 
 /// Peak resident memory of a live process, in kB.

@@ -31,6 +31,8 @@ pub struct Report {
     /// Confined runs (checks, `run_command`): `ok`, or the layer this machine lacks (then
     /// runs are refused; see `:help cairn-runs`). Not part of `ok`, which is about state.
     pub confined_runs: String,
+    /// Each layer of the run boundary as measured from inside (see `runbox::probe`).
+    pub runs_layers: Vec<String>,
     /// The jj integration: on (which jj, which version) or why not. Not part of `ok`.
     pub jj: crate::jj::Detection,
     pub ok: bool,
@@ -84,13 +86,13 @@ pub fn run(project: &Project) -> Result<Report> {
     let databases: Vec<DbCheck> = dbs.into_iter().map(|path| DbCheck { result: quick_check(&path), path }).collect();
     let (unindexed, ghosts, stale) = if databases[0].result == "ok" { crate::sync::drift(project)? } else { Default::default() };
     let ok = databases.iter().all(|d| d.result == "ok") && unindexed.is_empty() && ghosts.is_empty() && stale.is_empty();
-    let confined_runs = match crate::runbox::probe(project) {
-        Ok(()) => "ok".to_string(),
-        Err(e) => e,
+    let (confined_runs, runs_layers) = match crate::runbox::probe(project) {
+        Ok(layers) => ("ok".to_string(), layers),
+        Err(e) => (e, Vec::new()),
     };
     let special = crate::sync::special_files(project);
     let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
     let ok = ok && orphans.is_empty();
     let jj = crate::jj::detect(project).0;
-    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, jj, ok })
+    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, runs_layers, jj, ok })
 }

@@ -56,6 +56,10 @@ pub enum Table {
 pub struct Commands {
     /// Leave `mount`, `unshare` and friends to the command (an agent's own sandbox).
     pub mounts: bool,
+    /// Leave `memfd_create` and `shmget` to the command: only where a cgroup counts their
+    /// pages (a memfd written without a mapping, or a segment left behind, escapes every
+    /// per-process limit).
+    pub memfd: bool,
 }
 
 /// `ioctl` requests that type into, or take over, a terminal.
@@ -188,10 +192,14 @@ pub const MOUNTS: &[(&str, i64)] = &[
     ("unshare", libc::SYS_unshare),
 ];
 
+/// Memory that outlives the process that touched it and that no per-process limit counts:
+/// anonymous files and System V segments.
+pub const MEMFD: &[(&str, i64)] = &[("memfd_create", libc::SYS_memfd_create), ("memfd_secret", 447), ("shmget", libc::SYS_shmget)];
+
 fn command_rules(c: Commands) -> Result<Rules, String> {
     use seccompiler::{SeccompCmpArgLen as Len, SeccompCmpOp as Op};
     let mut rules = Rules::new();
-    for (_, n) in DENIED.iter().chain(if c.mounts { &[][..] } else { MOUNTS }) {
+    for (_, n) in DENIED.iter().chain(if c.mounts { &[][..] } else { MOUNTS }).chain(if c.memfd { &[][..] } else { MEMFD }) {
         rules.insert(*n, Vec::new());
     }
     // The request is an `unsigned int`: compare its low 32 bits only, so bits above cannot

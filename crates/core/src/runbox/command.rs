@@ -12,7 +12,7 @@ const REAP_EVERY: Duration = Duration::from_millis(200);
 /// Forks the command; returns its pid. Failures of the child's own steps end it with 125
 /// and a line on its stderr (the run's output).
 #[allow(unsafe_code)]
-pub(super) fn start(spec: &Spec, ids: &super::ids::Ids) -> Result<libc::pid_t, String> {
+pub(super) fn start(spec: &Spec, ids: &super::ids::Ids, cgroup: bool) -> Result<libc::pid_t, String> {
     let (sh, argv_s) = match &spec.wrap {
         Some(w) => (cstr(find_program(w.argv.first().map_or("", String::as_str), spec))?, w.argv.iter().map(cstr).collect::<Result<Vec<_>, _>>()?),
         None => (cstr("/bin/sh")?, vec![cstr("sh")?, cstr("-c")?, cstr(&spec.cmd)?]),
@@ -31,7 +31,7 @@ pub(super) fn start(spec: &Spec, ids: &super::ids::Ids) -> Result<libc::pid_t, S
     if pid > 0 {
         return Ok(pid);
     }
-    let err = match lock_down(spec, uid, gid) {
+    let err = match lock_down(spec, uid, gid, cgroup) {
         // SAFETY: execve with NUL-terminated arrays that live until the call.
         Ok(()) => unsafe {
             libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
@@ -58,7 +58,7 @@ fn rlimit(res: rustix::process::Resource, value: u64) {
 /// own session without a terminal (runs), limits, no capabilities, no new privileges, a new
 /// session keyring, Landlock's scopes, and the seccomp filter last.
 #[allow(unsafe_code)]
-fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
+fn lock_down(spec: &Spec, uid: u32, gid: u32, cgroup: bool) -> Result<(), String> {
     use rustix::process::Resource;
     // SAFETY: setresgid/setresuid on this single-threaded child (groups were dropped by
     // process 1 as root; an ordinary user maps only itself).
@@ -75,8 +75,11 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
         // SAFETY: setsid on this process.
         check(unsafe { libc::setsid() } as _, "a session of its own")?;
         let mb = 1024 * 1024;
-        // The address space counts shared anonymous memory too, which the data limit does not.
-        rlimit(Resource::As, spec.max_memory_mb * mb);
+        if !cgroup {
+            // Without a cgroup, per process: the address space counts shared anonymous
+            // memory too, which the data limit does not.
+            rlimit(Resource::As, spec.max_memory_mb * mb);
+        }
         rlimit(Resource::Fsize, spec.max_memory_mb * mb);
         rlimit(Resource::Nproc, spec.max_processes);
         rlimit(Resource::Core, 0);
@@ -103,7 +106,7 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32) -> Result<(), String> {
         check(unsafe { libc::dup2(null.as_raw_fd(), 0) } as _, "stdin")?;
     }
     scopes();
-    let table = crate::confine::filter::Commands { mounts: spec.wrap.is_some() };
+    let table = crate::confine::filter::Commands { mounts: spec.wrap.is_some(), memfd: cgroup || spec.wrap.is_some() };
     crate::confine::filter::install(crate::confine::filter::Table::Commands(table)).map_err(|e| format!("seccomp filter: {e}"))
 }
 

@@ -59,6 +59,11 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     trees.extend(spec.read_paths.iter().cloned());
     trees.extend(spec.wrap.iter().flat_map(|w| w.writable.iter().chain(&w.home_lower).cloned()));
     let ids = super::ids::prepare(&trees)?;
+    // Before anything forks: every process of the run is in the run's cgroup.
+    let joined = match &spec.wrap {
+        None => super::cgroup::join(&spec.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), spec.max_memory_mb, spec.max_processes),
+        Some(_) => super::cgroup::Joined { dirs: Vec::new(), how: "none (a wrap session is the user's own agent)".into() },
+    };
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if !spec.host_network {
         flags |= libc::CLONE_NEWNET;
@@ -78,10 +83,10 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     }
     if pid == 0 {
         drop(alive_w);
-        let code = match pid_one(spec, alive_r, &ids) {
+        let code = match pid_one(spec, alive_r, &ids, &joined) {
             Ok(code) => code,
             Err(e) => {
-                write_result(&spec.result_file(), &Ended { setup_error: Some(e), ..Default::default() });
+                write_result(&spec.result_file(), &Ended { setup_error: Some(e), cgroups: joined.dirs.clone(), ..Default::default() });
                 125
             }
         };
@@ -123,7 +128,7 @@ fn die_with_parent() -> Result<(), String> {
 /// Process 2: pid 1 of the run's namespace. Its result file is opened first, so that even a
 /// failure to build the boundary is reported after the run's directory is hidden.
 #[allow(unsafe_code)]
-fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids) -> Result<i32, String> {
+fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids, joined: &super::cgroup::Joined) -> Result<i32, String> {
     // Through a detached copy of the run's directory: files open for writing on a mount of the
     // tree would keep it from turning read-only, and the directory is hidden later.
     let dir = super::mounts::clone_tree(&spec.dir, false)?;
@@ -133,10 +138,12 @@ fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids) -> Result<i32, String> {
     };
     let mut result = open(super::spec::RESULT)?;
     let capture = open(super::spec::CAPTURE)?;
-    let ended = match confined(spec, alive, capture, ids) {
+    let mut ended = match confined(spec, alive, capture, ids, !joined.dirs.is_empty()) {
         Ok(ended) => ended,
         Err(e) => Ended { setup_error: Some(e), ..Default::default() },
     };
+    ended.budget = joined.how.clone();
+    ended.cgroups = joined.dirs.clone();
     let _ = result.write_all(&serde_json::to_vec(&ended).unwrap_or_default());
     Ok(match (&ended.setup_error, ended.code) {
         (Some(_), _) => 125,
@@ -146,7 +153,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids) -> Result<i32, String> {
 }
 
 #[allow(unsafe_code)]
-fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids) -> Result<Ended, String> {
+fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgroup: bool) -> Result<Ended, String> {
     die_with_parent()?;
     dumpable(false)?;
     let mut poll = [libc::pollfd { fd: alive.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
@@ -157,7 +164,7 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids) -> R
     }
     drop(alive);
     let upper = super::view::build(spec, ids)?;
-    let pid = super::command::start(spec, ids)?;
+    let pid = super::command::start(spec, ids, cgroup)?;
     let ended = super::command::wait(pid, spec.timeout_ms);
     // SAFETY: pid 1 signalling every other process of its own namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };

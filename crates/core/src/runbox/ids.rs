@@ -51,8 +51,7 @@ impl Ids {
 #[allow(unsafe_code)]
 pub fn prepare(paths: &[PathBuf]) -> Result<Ids, String> {
     let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
-    // Root of a container's user namespace is some host user already: as an ordinary one.
-    let root = uid == 0 && initial_user_namespace();
+    let root = host_root();
     let mut ids = Ids { root, uid, gid, trees: Vec::new() };
     if !root {
         return Ok(ids);
@@ -68,6 +67,12 @@ pub fn prepare(paths: &[PathBuf]) -> Result<Ids, String> {
         ids.trees.push((p.clone(), tree));
     }
     Ok(ids)
+}
+
+/// Is this process host root? Root of a container's user namespace is some host user
+/// already: it is treated as an ordinary one.
+pub(super) fn host_root() -> bool {
+    rustix::process::getuid().is_root() && initial_user_namespace()
 }
 
 /// Is this process in the host's own user namespace (its uid map the identity of all ids)?

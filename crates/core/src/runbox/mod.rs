@@ -11,11 +11,13 @@
 //! keeps the output's tail and reads back what the command wrote ([`capture`]).
 
 mod capture;
+mod cgroup;
 mod command;
 pub mod enter;
 mod ids;
 mod mounts;
 mod procfs;
+mod report;
 mod spec;
 mod stage;
 mod sys;
@@ -24,6 +26,7 @@ mod view;
 pub mod wrap;
 
 pub use capture::{scan, Limits, Written};
+pub use report::probe;
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
@@ -98,6 +101,8 @@ pub struct Outcome {
     pub network: String,
     /// Run without the boundary (`[run] allow_unconfined`), and the layer that was missing.
     pub unconfined: Option<String>,
+    /// How memory and processes were bounded (a cgroup, or per process and why).
+    pub budget: String,
 }
 
 /// Runs `req` in a run workspace of the project with `changes` (a proposal, rebased) on top.
@@ -111,6 +116,7 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
     let (output, output_dropped) = start_and_wait(project, &spec_file, req.timeout + KILL_GRACE, project.config.run.max_output_bytes as usize)?;
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
+    cgroup::remove(&ended.cgroups);
     if let Some(e) = ended.setup_error {
         if !project.config.run.allow_unconfined {
             return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor` and :help cairn-runs)")));
@@ -118,7 +124,7 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
         let keep = project.config.run.max_output_bytes as usize;
         let (exit, output, output_dropped, written) = unconfined::run(&spec, &dir.path.join("copy"), changes, req.timeout, keep)?;
         let network = "host (unconfined)".to_string();
-        return Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: Some(e) });
+        return Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: Some(e), budget: "none (unconfined)".into() });
     }
     let exit = match (ended.timed_out, ended.code, ended.signal) {
         (true, _, _) => Exit::TimedOut,
@@ -126,17 +132,8 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
         (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
     };
     let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e))? } else { Vec::new() };
-    Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network: project.config.run.network.clone(), unconfined: None })
-}
-
-/// Can runs be confined on this machine? `Err` names the missing layer.
-pub fn probe(project: &Project) -> std::result::Result<(), String> {
-    let req = Request { cmd: "true", cwd: "", timeout: Duration::from_secs(20), capture: false };
-    match run(project, &[], &req) {
-        Ok(o) if o.exit.success() => Ok(()),
-        Ok(o) => Err(format!("`true` {} in a confined run: {}", o.exit, String::from_utf8_lossy(&o.output).trim())),
-        Err(e) => Err(e.to_string()),
-    }
+    let network = project.config.run.network.clone();
+    Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: None, budget: ended.budget })
 }
 
 /// The spec of one run: the boundary's paths, the cleared environment, the limits.

@@ -86,3 +86,12 @@ pub(super) fn proc(proc: &Path) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// System V shared memory of the run's own IPC namespace within the memory budget (its
+/// defaults are unbounded, and its segments belong to no process's limits).
+pub(super) fn ipc_limits(memory_mb: u64) {
+    let bytes = memory_mb.saturating_mul(1024 * 1024);
+    for (name, value) in [("shmmax", bytes), ("shmall", bytes / 4096), ("shmmni", 64)] {
+        let _ = std::fs::write(format!("/proc/sys/kernel/{name}"), value.to_string());
+    }
+}

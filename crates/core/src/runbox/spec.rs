@@ -100,4 +100,10 @@ pub struct Ended {
     pub timed_out: bool,
     /// The boundary could not be built: the command never ran.
     pub setup_error: Option<String>,
+    /// How the run's memory and processes were bounded (see `cgroup`).
+    #[serde(default)]
+    pub budget: String,
+    /// The cgroups the run was in, removed by the parent once it has ended.
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
 }

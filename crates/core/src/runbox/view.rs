@@ -66,6 +66,9 @@ pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<OwnedFd, String> {
         mount("/dev/null", &under(&root, p), "", libc::MS_BIND, None)?;
     }
     super::procfs::dev(&root.join("dev"), spec.wrap.as_ref().is_some_and(|w| w.host_terminal))?;
+    if spec.wrap.is_none() {
+        super::procfs::ipc_limits(spec.max_memory_mb);
+    }
     super::procfs::proc(&root.join("proc"))?;
     let upper_fd = std::fs::File::open(&upper).map_err(|e| format!("upper layer: {e}"))?;
     pivot(&root)?;
