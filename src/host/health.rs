@@ -1,4 +1,5 @@
-//! What `:checkhealth cairn` shows about the sandbox.
+//! What `:checkhealth cairn` shows: the project's state, the sandbox child's layers and the
+//! run boundary's, the integrations.
 
 /// The sandbox self-test, summarised for `:checkhealth cairn`: which layers this kernel gave
 /// the child, and any probe that was not denied.
@@ -18,3 +19,28 @@ pub(super) fn sandbox_health(exe: &std::path::Path) -> serde_json::Value {
     }
 }
 
+
+/// Everything `:checkhealth cairn` shows, as one JSON object (`lua/cairn/health.lua`).
+pub(super) fn report(project: &cairn_core::project::Project, last_error: Option<String>) -> serde_json::Value {
+    let db = project.agentfs().join("stable.db");
+    let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
+    let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let warnings = cairn_core::config::load(&project.home.dir, Some(&project.root), &|k| std::env::var(k).ok()).map(|l| l.warnings).unwrap_or_else(|e| vec![e.to_string()]);
+    let runs = cairn_core::runbox::probe(project);
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "root": project.root,
+        "cairn_home": project.home.dir,
+        "stable_db": db,
+        "stable_db_writable": writable,
+        "tmux": tmux,
+        "inside_tmux": crate::tmux::inside_tmux(),
+        "config_warnings": warnings,
+        "llm_configured": cairn_core::llm::configured(&project.config.llm),
+        "sandbox": sandbox_health(&project.exe),
+        "confined_runs": runs.as_ref().err(),
+        "runs_layers": runs.as_ref().ok(),
+        "jj": cairn_core::jj::detect(project).0,
+        "last_error": last_error,
+    })
+}

@@ -299,29 +299,8 @@ impl Handler {
     }
 
     fn health(&self) -> serde_json::Value {
-        let db = self.project.agentfs().join("stable.db");
-        let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
-        let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        let warnings = cairn_core::config::load(&self.project.home.dir, Some(&self.project.root), &|k| std::env::var(k).ok())
-            .map(|l| l.warnings)
-            .unwrap_or_else(|e| vec![e.to_string()]);
-        let runs = cairn_core::runbox::probe(&self.project);
-        serde_json::json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "root": self.project.root,
-            "cairn_home": self.project.home.dir,
-            "stable_db": db,
-            "stable_db_writable": writable,
-            "tmux": tmux,
-            "inside_tmux": crate::tmux::inside_tmux(),
-            "config_warnings": warnings,
-            "llm_configured": cairn_core::llm::configured(&self.project.config.llm),
-            "sandbox": health::sandbox_health(&self.project.exe),
-            "confined_runs": runs.as_ref().err(),
-            "runs_layers": runs.as_ref().ok(),
-            "jj": cairn_core::jj::detect(&self.project).0,
-            "last_error": self.last_error.lock().ok().and_then(|e| e.clone()),
-        })
+        let last_error = self.last_error.lock().ok().and_then(|e| e.clone());
+        health::report(&self.project, last_error)
     }
 }
 

@@ -296,3 +296,41 @@ fn as_root_the_command_is_nobody_and_its_writes_come_back() {
 fn unsafe_uid() -> String {
     String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap().trim().to_string()
 }
+
+/// An agent's own check does not run on a human's word: `cairn task check` lists it as
+/// waiting for approval; `--unapproved` (or approving it) runs it, confined.
+#[test]
+fn an_unapproved_agent_check_does_not_run_on_a_humans_task_check() {
+    let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
+    let s = f.run_ok("write_file('src/app.py', 'x = 2\\n')\n");
+    let marker = f.dir.path().join("ran-marker");
+    let check = cairn::tasks::Check {
+        desc: "planted".into(),
+        cmd: Some(format!("echo planted-ran; touch {}", marker.display())),
+        kind: None,
+        cwd: None,
+        timeout: None,
+        result: Default::default(),
+        log: None,
+        author: None,
+        approved_by: None,
+    };
+    let t = cairn::tasks::create(&f.project(), "agent:planter", "t", "", &[], vec![check]).unwrap();
+    let id = t.row.id.clone();
+    cairn::tasks::link_agent(&f.project(), "agent:planter", &id, &s.id).unwrap();
+    let r = f.cairn(&["task", "check", &id]);
+    assert!(r.stdout.contains("check 0 waits for approval, not run") && r.stdout.contains("agent:planter"), "{r:?}");
+    let shown = f.cairn(&["task", "show", &id, "--json"]).ok().json();
+    assert_eq!(shown["checks"][0]["result"], "pending", "{shown}");
+    assert!(shown["checks"][0]["log"].is_null(), "it never ran: {shown}");
+    // Asked for, it runs (confined: its marker lands in the run's private /tmp at most).
+    let r = f.cairn(&["task", "check", &id, "--unapproved"]);
+    let shown = f.cairn(&["task", "show", &id, "--json"]).ok().json();
+    let log = f.read_str(shown["checks"][0]["log"].as_str().unwrap_or_else(|| panic!("{r:?} {shown}"))).unwrap();
+    assert!(log.contains("planted-ran"), "{log}");
+    assert!(!marker.exists(), "the check reached the host");
+    // Approved, a plain `task check` runs it.
+    f.cairn(&["task", "approve-check", &id, "0"]).ok();
+    let r = f.cairn(&["task", "check", &id]);
+    assert!(!r.stdout.contains("waits for approval"), "{r:?}");
+}

@@ -8,6 +8,7 @@ use crate::support::*;
 use serde_json::Value;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 
 /// What the probe is aimed at; each `LEAK-*` line it prints is a hole.
@@ -398,16 +399,51 @@ fn python_prefix(python: &Path) -> PathBuf {
     real.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// A small project of every kind users test: a Python package (pytest in a venv), a crate
+/// (`cargo test --offline`), a Makefile, an npm package with its `node_modules`, all in git.
+const ORDINARY: &[(&str, &str)] = &[
+    ("pkg/__init__.py", ""),
+    ("pkg/calc.py", "def add(a, b):\n    return a + b\n"),
+    ("tests/test_calc.py", "from pkg.calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
+    ("crate/Cargo.toml", "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
+    ("crate/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod t {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 2), 4); }\n}\n"),
+    ("Makefile", "test:\n\t@python3 -c 'print(\"make-ok\")'\n"),
+    ("web/package.json", "{\"name\": \"web\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"node test.js\"}}\n"),
+    ("web/test.js", "const pad = require('leftpad');\nif (pad('7', 3) !== '007') process.exit(1);\nconsole.log('npm-ok');\n"),
+    ("web/node_modules/leftpad/package.json", "{\"name\": \"leftpad\", \"version\": \"1.0.0\", \"main\": \"index.js\"}\n"),
+    ("web/node_modules/leftpad/index.js", "module.exports = (s, n) => s.padStart(n, '0');\n"),
+];
+
+/// `git init` and a first commit of the project.
+fn git_commit_all(root: &Path) {
+    for args in [&["init", "-q"][..], &["add", "-A"], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first"]] {
+        let ok = Command::new("git").args(args).current_dir(root).env("GIT_CONFIG_GLOBAL", "/dev/null").status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    }
+}
+
+/// The checks every ordinary project runs, as `(desc=cmd, what its log shows)`.
+fn ordinary_checks(venv: &Path, cargo: bool) -> Vec<(String, &'static str)> {
+    let mut checks = vec![
+        (format!("suite={} -m pytest -q -p no:cacheprovider tests", venv.display()), "1 passed"),
+        ("make=make test".to_string(), "make-ok"),
+        ("npm=cd web && npm test --silent".to_string(), "npm-ok"),
+        ("git=git status --short && git diff --stat && echo git-ok".to_string(), "pkg/calc.py | 2 +-"),
+    ];
+    if cargo {
+        checks.push(("crate=cd crate && cargo test --offline -q".to_string(), "test result: ok. 1 passed"));
+    }
+    checks
+}
+
 #[test]
-fn ordinary_work_passes_confined_pytest_cargo_test_and_make() {
-    let f = Fixture::with_files(&[
-        ("pkg/__init__.py", ""),
-        ("pkg/calc.py", "def add(a, b):\n    return a + b\n"),
-        ("tests/test_calc.py", "from pkg.calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
-        ("crate/Cargo.toml", "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n"),
-        ("crate/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod t {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 2), 4); }\n}\n"),
-        ("Makefile", "test:\n\t@python3 -c 'print(\"make-ok\")'\n"),
-    ]);
+fn ordinary_work_passes_confined_pytest_cargo_test_make_npm_and_git() {
+    let f = Fixture::new();
+    for (p, c) in ORDINARY {
+        f.write(p, c);
+    }
+    git_commit_all(&f.root);
+    f.init();
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/bin/python");
     let home = std::env::var("HOME").unwrap();
     let cargo_home = std::env::var("CARGO_HOME").unwrap_or(format!("{home}/.cargo"));
@@ -418,16 +454,66 @@ fn ordinary_work_passes_confined_pytest_cargo_test_and_make() {
     f.home_config(&format!("[run]\nread_paths = {}\nenv = [\"CARGO_HOME\", \"RUSTUP_HOME\"]\n", serde_json::to_string(&reads).unwrap()));
     // The agent's proposal breaks nothing; human checks run the suites.
     let s = f.run_ok("write_file('pkg/calc.py', 'def add(a, b):\\n    return b + a\\n')\n");
-    let pytest = format!("suite={} -m pytest -q -p no:cacheprovider tests", venv.display());
-    let t = f.cairn(&["task", "create", "t", "--check", &pytest, "--check", "crate=cd crate && cargo test --offline -q", "--check", "make=make test", "--json"]).ok().json();
+    let checks = ordinary_checks(&venv, true);
+    let mut args = vec!["task".to_string(), "create".into(), "t".into(), "--json".into()];
+    for (c, _) in &checks {
+        args.push("--check".into());
+        args.push(c.clone());
+    }
+    let t = f.cairn(&args.iter().map(String::as_str).collect::<Vec<_>>()).ok().json();
     let id = t["id"].as_str().unwrap();
     cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
     let r = f.cairn(&["task", "check", id]);
     let shown = f.cairn(&["task", "show", id, "--json"]).ok().json();
     let logs: Vec<String> = shown["checks"].as_array().unwrap().iter().map(|c| f.read_str(c["log"].as_str().unwrap()).unwrap()).collect();
     assert_eq!(r.code, 0, "{r:?}\n{}", logs.join("\n----\n"));
-    assert!(logs[0].contains("1 passed"), "{}", logs[0]);
-    assert!(logs[1].contains("test result: ok. 1 passed"), "{}", logs[1]);
-    assert!(logs[2].contains("make-ok"), "{}", logs[2]);
+    for ((_, shows), log) in checks.iter().zip(&logs) {
+        assert!(log.contains(shows), "{shows} missing from:\n{log}");
+    }
     assert!(!f.root.join("crate/target").exists(), "the build stayed in the run workspace");
+}
+
+#[test]
+fn ordinary_work_passes_confined_as_an_ordinary_user() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (root, home) = (dir.path().join("proj"), dir.path().join("home"));
+    for (p, c) in ORDINARY {
+        std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+        std::fs::write(root.join(p), c).unwrap();
+    }
+    git_commit_all(&root);
+    std::fs::create_dir_all(&home).unwrap();
+    // A venv of the system's Python that the user can run (the test command's own venv may
+    // link to an interpreter under root's home), with pytest from the MCP SDK's venv.
+    let venv_dir = dir.path().join("venv");
+    assert!(Command::new("/usr/bin/python3").args(["-m", "venv", "--without-pip"]).arg(&venv_dir).status().unwrap().success());
+    let theirs = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp/lib");
+    let site = |lib: &Path| std::fs::read_dir(lib).unwrap().flatten().map(|e| e.path().join("site-packages")).find(|p| p.is_dir()).unwrap();
+    std::fs::write(site(&venv_dir.join("lib")).join("sdk.pth"), format!("{}\n", site(&theirs).display())).unwrap();
+    let venv = venv_dir.join("bin/python");
+    let reads = [venv_dir.display().to_string(), Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/mcp").display().to_string()];
+    std::fs::write(home.join("config.toml"), format!("[run]\nread_paths = {}\n", serde_json::to_string(&reads).unwrap())).unwrap();
+    if is_root() {
+        assert!(Command::new("chown").arg("-R").arg("65534:65534").arg(&root).arg(&home).arg(&venv_dir).status().unwrap().success());
+    }
+    let exe = exe();
+    let base = |args: &[&str]| {
+        let mut all: Vec<&std::ffi::OsStr> = vec![exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), home.as_os_str()];
+        all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let mut c = as_ordinary_user(&all);
+        c.env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    };
+    assert!(base(&["init"]).output().unwrap().status.success());
+    let mut m = RawMcp::start(base(&["mcp"]));
+    let task = m.call("task_create", serde_json::json!({"title": "work"}));
+    let s = m.call("session_begin", serde_json::json!({"task": task["id"], "idempotency_key": "k"}));
+    m.call("write_file", serde_json::json!({"session": s["id"], "path": "pkg/calc.py", "content": "def add(a, b):\n    return b + a\n"}));
+    for (check, shows) in ordinary_checks(&venv, false) {
+        let cmd = check.split_once('=').unwrap().1;
+        let ran = m.call("run_command", serde_json::json!({"session": s["id"], "command": cmd}));
+        assert_eq!(ran["exit_code"], 0, "{cmd}: {ran}");
+        assert!(ran["output"].as_str().unwrap().contains(shows), "{cmd}: {shows} missing: {ran}");
+    }
 }
