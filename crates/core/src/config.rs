@@ -70,8 +70,8 @@ keys! {
     "run" "network" Kind::Choice(&["none", "host"]), "\"none\"", "Network of confined commands and checks: none (a private loopback only) or host (the host's network: an explicit opt-in, written in every run's log).";
     "run" "read_paths" Kind::StrList, "[]", "Host paths a confined command may read besides the system (read-only), e.g. [\"~/.cargo\", \"~/.rustup\", \".venv\"]; ~ is the home directory, a relative path is under the project.";
     "run" "env" Kind::StrList, "[]", "Names of environment variables passed to confined commands, besides PATH, LANG, TERM and HOME.";
-    "run" "max_memory_mb" Kind::Int { min: 16 }, "4096", "Memory of a confined command's processes (RLIMIT_DATA each) and the size of its private /tmp and written layer, in MiB.";
-    "run" "max_processes" Kind::Int { min: 1 }, "512", "Processes a confined command may run at once.";
+    "run" "max_memory_mb" Kind::Int { min: 16 }, "4096", "One memory budget of a confined command, in MiB: its processes together (a cgroup where the machine gives one, else each process's address space) and the one tmpfs its /tmp, /var/tmp, /dev/shm, home and written layer share.";
+    "run" "max_processes" Kind::Int { min: 1 }, "512", "Processes a confined command may run at once (as root too: the command never runs as host root).";
     "run" "max_output_bytes" Kind::Int { min: 1024 }, "65536", "Bytes of a confined command's output kept (its tail) for the log and the reply.";
     "run" "allow_unconfined" Kind::Bool, "false", "Where the kernel lacks a layer of the boundary (user namespaces, overlayfs in them), run commands anyway in a throwaway copy with a cleared environment, and say so in their log; off, such runs are refused.";
     "wrap" "hide" Kind::StrList, "[\"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \"~/.config/gcloud\", \"~/.netrc\", \"~/.docker/config.json\", \"~/.password-store\", \"~/.kube\"]", "Host paths hidden from a wrapped agent (credentials); ~ is your home directory.";
