@@ -71,7 +71,7 @@ fn run_workspace(c: &Ctx, pool: &Pool, rows: &mut Vec<Row>, ids: &mut Vec<String
         assert!(out.exit.success(), "{:?}", String::from_utf8_lossy(&out.output));
         t
     });
-    done(rows, Row::new("run_workspace", "confined run workspace of a 10-file proposal ready, `true` run in it, torn down", v, "< 50 ms at 10k, < 150 ms at 100k"));
+    done(rows, Row::new("run_workspace", "confined run workspace of a 10-file proposal ready, `true` run in it, torn down", v, "< 20 ms at 10k, < 50 ms at 100k"));
 }
 
 /// Every module a script may import, in one script, timed inside the child.

@@ -1,10 +1,14 @@
 //! One memory and process budget for a run's whole process tree, where the machine gives us a
-//! cgroup: process 1 of the confined side makes `cairn-run-<name>` in its own cgroup (v2 where
-//! its cgroup may enable `memory` and `pids` for children: root, or a delegated one; else v1's
-//! `memory` and `pids` hierarchies, as root), sets `memory.max` (tmpfs pages count: `/tmp`,
-//! home and the written layer are charged to the run) and `pids.max`, and joins it before it
-//! forks anything. Without one, the budget is per process (`RLIMIT_AS`, `RLIMIT_NPROC`) plus
-//! the one tmpfs, and `cairn doctor` says so.
+//! cgroup v2: process 1 of the confined side makes `cairn-run-<name>` in its own cgroup (where
+//! that cgroup may enable `memory` and `pids` for children: root's, or a delegated one), sets
+//! `memory.max` (tmpfs pages count: `/tmp`, home and the written layer are charged to the
+//! run) and `pids.max`, and joins it before it forks anything. Without one, the budget is per
+//! process (`RLIMIT_AS`, `RLIMIT_NPROC`, memfd and System V segments refused) plus the one
+//! tmpfs, and `cairn doctor` says so.
+//!
+//! Not cgroup v1 (hybrid hosts, as root): moving a process into a v1 memory cgroup took 12 ms
+//! on the development VM (the kernel synchronizes RCU on every migration), more than the
+//! whole run's budget of 20 ms (`scripts/bench.sh`, `run_workspace`).
 //!
 //! The parent removes the directories when the run has ended ([`remove`]); directories left by
 //! a killed `cairn` are removed by the next run in the same cgroup (an empty one only: the
@@ -24,10 +28,7 @@ const PREFIX: &str = "cairn-run-";
 /// Makes the run's cgroup(s), sets the limits and moves this process in.
 pub fn join(name: &str, memory_mb: u64, processes: u64) -> Joined {
     let bytes = memory_mb.saturating_mul(1024 * 1024);
-    match v2(name, bytes, processes) {
-        Ok(j) => j,
-        Err(why2) => v1(name, bytes, processes).unwrap_or_else(|why1| Joined { dirs: Vec::new(), how: format!("no cgroup ({why2}; {why1})") }),
-    }
+    v2(name, bytes, processes).unwrap_or_else(|why| Joined { dirs: Vec::new(), how: format!("no cgroup ({why}): memory bounded per process") })
 }
 
 /// Removes what [`join`] made (after every process in it has ended).
@@ -110,42 +111,4 @@ fn v2(name: &str, bytes: u64, processes: u64) -> Result<Joined, String> {
         return Err(e);
     }
     Ok(Joined { dirs: vec![dir], how: "cgroup v2 (memory.max, pids.max) for the whole run".into() })
-}
-
-fn v1(name: &str, bytes: u64, processes: u64) -> Result<Joined, String> {
-    let all = mounts();
-    let mut dirs = Vec::new();
-    let result = (|| {
-        for ctrl in ["memory", "pids"] {
-            let (point, _, _) = all.iter().find(|(_, t, o)| t == "cgroup" && o.split(',').any(|x| x == ctrl)).ok_or(format!("no cgroup v1 {ctrl}"))?;
-            let own = own_path(|c| c.split(',').any(|x| x == ctrl)).ok_or(format!("no cgroup v1 {ctrl} path"))?;
-            let parent = point.join(own.trim_start_matches('/'));
-            sweep(&parent);
-            let dir = parent.join(format!("{PREFIX}{name}"));
-            std::fs::create_dir(&dir).map_err(|e| format!("cgroup v1 {ctrl}: {e}"))?;
-            dirs.push(dir.clone());
-            if ctrl == "memory" {
-                write(&dir.join("memory.limit_in_bytes"), &bytes.to_string())?;
-                // With swap accounting, swap counts too.
-                let _ = write(&dir.join("memory.memsw.limit_in_bytes"), &bytes.to_string());
-            } else {
-                write(&dir.join("pids.max"), &processes.to_string())?;
-            }
-            write(&dir.join("cgroup.procs"), &std::process::id().to_string())?;
-        }
-        Ok::<(), String>(())
-    })();
-    match result {
-        Ok(()) => Ok(Joined { dirs, how: "cgroup v1 (memory, pids) for the whole run".into() }),
-        Err(e) => {
-            // Back where it was, so that the half-made ones can go.
-            for d in &dirs {
-                if let Some(parent) = d.parent() {
-                    let _ = write(&parent.join("cgroup.procs"), &std::process::id().to_string());
-                }
-            }
-            remove(&dirs);
-            Err(e)
-        }
-    }
 }
