@@ -219,7 +219,7 @@ pub enum Cmd {
     Nvim,
     /// The confined side of a run (see `cairn_core::runbox`).
     #[command(name = "__confine", hide = true)]
-    Confine { spec: PathBuf },
+    Confine {},
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
         /// Confine this process like a sandbox child and report what is still possible.
@@ -256,8 +256,8 @@ pub fn main() -> i32 {
         let mode = if selftest { Mode::SelfTest } else if zygote { Mode::Zygote } else { Mode::Run };
         return cairn_core::sandbox::child::main(mode, !no_guards);
     }
-    if let Cmd::Confine { spec } = &cli.command {
-        return cairn_core::runbox::enter::main(spec);
+    if let Cmd::Confine {} = &cli.command {
+        return cairn_core::runbox::enter::main();
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);

@@ -23,11 +23,11 @@ use std::io::Write as _;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Entry point of `cairn __confine`; returns the process exit code.
-pub fn main(spec_path: &std::path::Path) -> i32 {
-    let spec: Spec = match std::fs::read(spec_path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+pub fn main() -> i32 {
+    let spec: Spec = match super::launch::read_spec() {
         Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "cairn __confine: cannot read {}: {e}", spec_path.display());
+            let _ = writeln!(std::io::stderr(), "cairn __confine: {e}");
             return 125;
         }
     };

@@ -15,6 +15,7 @@ mod cgroup;
 mod command;
 pub mod enter;
 mod ids;
+mod launch;
 mod mounts;
 mod procfs;
 mod report;
@@ -33,7 +34,7 @@ use crate::review::diff::FileChange;
 use spec::{Ended, Spec};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Environment variables every confined command gets (when the host has them).
@@ -111,9 +112,7 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
     let dir = stage::RunDir::create(project)?;
     stage::stage(&dir.path.join("stage"), changes)?;
     let spec = spec_for(project, &dir.path, req)?;
-    let spec_file = Spec::file(&dir.path);
-    std::fs::write(&spec_file, serde_json::to_vec(&spec)?).map_err(|e| Error::io(&spec_file, e))?;
-    let (output, output_dropped) = start_and_wait(project, &spec_file, req.timeout + KILL_GRACE, project.config.run.max_output_bytes as usize)?;
+    let (output, output_dropped) = start_and_wait(project, &spec, req.timeout + KILL_GRACE, project.config.run.max_output_bytes as usize)?;
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
     cgroup::remove(&ended.cgroups);
@@ -217,19 +216,10 @@ pub(crate) fn expand(p: &str, home: &Path, root: &Path) -> PathBuf {
 
 /// Starts `cairn __confine`, keeps the output's last `keep` bytes, kills the run from outside
 /// if it outlives `limit`. Returns the tail and how many bytes were dropped before it.
-fn start_and_wait(project: &Project, spec_file: &Path, limit: Duration, keep: usize) -> Result<(Vec<u8>, u64)> {
+fn start_and_wait(project: &Project, spec: &Spec, limit: Duration, keep: usize) -> Result<(Vec<u8>, u64)> {
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
     let w2 = w.try_clone().map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
-    let mut child = Command::new(&project.exe)
-        .arg("__confine")
-        .arg(spec_file)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(w))
-        .stderr(Stdio::from(w2))
-        .spawn()
-        .map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", project.exe.display())))?;
+    let mut child = launch::start(project, spec, [Stdio::null(), Stdio::from(w), Stdio::from(w2)], None)?;
     let reader = std::thread::spawn(move || tail(std::fs::File::from(r), keep));
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let pid = child.id() as i32;

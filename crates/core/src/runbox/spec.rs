@@ -2,7 +2,7 @@
 //! before the start and read by the confined side before it hides that directory.
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// File names in the run's directory.
 pub const CAPTURE: &str = "capture";
@@ -86,9 +86,6 @@ impl Spec {
     /// How the command ended ([`Ended`] as JSON).
     pub fn result_file(&self) -> PathBuf {
         self.dir.join(RESULT)
-    }
-    pub fn file(dir: &Path) -> PathBuf {
-        dir.join("spec.json")
     }
 }
 

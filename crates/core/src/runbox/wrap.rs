@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// One wrap session's boundary.
@@ -39,19 +39,8 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     }
     super::stage::stage(&dir.join("stage"), changes)?;
     let spec = spec_for(project, dir, req)?;
-    let spec_file = Spec::file(dir);
-    std::fs::write(&spec_file, serde_json::to_vec(&spec)?).map_err(|e| Error::io(&spec_file, e))?;
     let _ = std::fs::remove_file(spec.result_file());
-    let mut child = Command::new(&project.exe)
-        .arg("__confine")
-        .arg(&spec_file)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| Error::Sandbox(format!("cannot start {}: {e}", project.exe.display())))?;
+    let mut child = super::launch::start(project, &spec, [Stdio::inherit(), Stdio::inherit(), Stdio::inherit()], None)?;
     // Woken by the child's exit (its pidfd), else every `every` for a tick.
     let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
