@@ -41,6 +41,16 @@ pub struct Cli {
 }
 
 /// The subcommands.
+/// `cairn wrap state ...`.
+#[derive(Debug, Subcommand)]
+pub enum WrapSub {
+    /// An agent CLI's copy-on-write state (`[wrap] state`): list, diff, apply, reset.
+    State {
+        #[command(subcommand)]
+        cmd: crate::wrap::StateCmd,
+    },
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
     /// Create .agentfs/ and index the project into stable.db.
@@ -136,16 +146,20 @@ pub enum Cmd {
     },
     /// Run an agent CLI (or any command) in a confined copy-on-write view of the project; what
     /// it writes becomes a proposal, reviewed like any agent's.
+    #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
     Wrap {
+        #[command(subcommand)]
+        state: Option<WrapSub>,
         /// The task's description (default: the command).
         #[arg(long)]
         task: Option<String>,
         /// Continue this wrap session's proposal (any unique prefix of its id).
         #[arg(long)]
         agent: Option<String>,
-        /// `host` (default: the agent reaches its model) or `none`.
-        #[arg(long, default_value = "host")]
-        network: String,
+        /// `proxy` (its own network; allow_hosts through Cairn's proxy, host_ports), `none`
+        /// (a loopback only) or `host` (the host's: an explicit opt-in). Default: `[wrap] network`.
+        #[arg(long)]
+        network: Option<String>,
         /// The command and its arguments.
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
@@ -299,7 +313,8 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
-        Cmd::Wrap { task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, &network, cmd),
+        Cmd::Wrap { state: Some(WrapSub::State { cmd }), .. } => return crate::wrap::state(&opened(root, home)?, cmd),
+        Cmd::Wrap { state: None, task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, network, cmd),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, json } => {
             let out = command::execute_check(&file)?;

@@ -1,7 +1,8 @@
-//! `cairn wrap [--task T] [--agent ID] [--network host|none] -- CMD ARGS...`: the edge of
-//! [`cairn_core::wrap`]. The terminal belongs to CMD: this process ignores Ctrl-C and
-//! Ctrl-\ (CMD gets them) and waits; it prints the session's agent id before CMD starts and
-//! how it ended after, on stderr.
+//! `cairn wrap [--task T] [--agent ID] [--network proxy|none|host] -- CMD ARGS...`: the edge
+//! of [`cairn_core::wrap`]. CMD gets a terminal of its own, relayed to this one; this process
+//! ignores Ctrl-C and Ctrl-\ (they reach CMD through the relay) and waits; it prints the
+//! session's agent id before CMD starts and how it ended after, on stderr. `cairn wrap state
+//! ...` shows, applies or drops an agent CLI's copy-on-write state.
 
 use cairn_core::error::{Error, Result};
 use cairn_core::project::Project;
@@ -10,28 +11,75 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Runs a wrap session; returns CMD's exit code.
-pub fn run(project: &Project, task: Option<String>, agent: Option<String>, network: &str, cmd: Vec<String>) -> Result<i32> {
-    let no_network = match network {
-        "host" => false,
-        "none" => true,
-        other => return Err(Error::Usage(format!("--network takes host or none, not {other:?}"))),
-    };
+pub fn run(project: &Project, task: Option<String>, agent: Option<String>, network: Option<String>, cmd: Vec<String>) -> Result<i32> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGQUIT] {
         signal_hook::flag::register(sig, Arc::clone(&interrupted)).map_err(|e| Error::io("signal handler", e))?;
     }
     let cwd = std::env::current_dir().ok().and_then(|d| d.strip_prefix(&project.root).ok().map(|r| r.to_string_lossy().into_owned())).unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, no_network, cwd, home };
+    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home };
     let id = cairn_core::wrap::begin(project, &opts)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "cairn: wrap session {id}: what `{}` writes becomes a proposal (`cairn diff {id}`)", cairn_core::display::escape(&opts.argv.join(" ")));
     drop(err);
     let done = cairn_core::wrap::run(project, &id, &opts)?;
-    let _ = writeln!(std::io::stderr().lock(), "cairn: wrap session {id}: `{}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", cairn_core::display::escape(&opts.argv.join(" ")), done.exit, done.changed);
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "cairn: wrap session {id}: `{}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", cairn_core::display::escape(&opts.argv.join(" ")), done.exit, done.changed);
+    if !done.denied.is_empty() {
+        let hosts = done.denied.iter().map(|h| cairn_core::display::escape(h)).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(err, "cairn: wrap session {id}: the proxy refused {hosts} (add to [wrap] allow_hosts to allow; see :help cairn-wrap)");
+    }
     Ok(match done.exit {
         cairn_core::runbox::Exit::Code(c) => c,
         cairn_core::runbox::Exit::Signal(s) => 128 + s,
         cairn_core::runbox::Exit::TimedOut => 124,
     })
+}
+
+/// `cairn wrap state ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum StateCmd {
+    /// The agent CLIs with a state layer.
+    List,
+    /// What the CLI's layer changes against your real home.
+    Diff { name: String },
+    /// Copies the layer into your real home (after a login, say), then drops it.
+    Apply { name: String },
+    /// Drops the layer: the CLI starts from your real home again.
+    Reset { name: String },
+}
+
+/// Runs `cairn wrap state ...`; returns the exit code.
+pub fn state(project: &Project, cmd: StateCmd) -> Result<i32> {
+    use cairn_core::display::escape;
+    use cairn_core::wrap::state;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).filter(|h| h.is_absolute()).ok_or_else(|| Error::Usage("HOME is not set".into()))?;
+    let mut out = std::io::stdout().lock();
+    let show = |out: &mut std::io::StdoutLock, changes: &[state::Change], verbose: bool| {
+        for c in changes {
+            let _ = writeln!(out, "{} ~/{}", &c.kind[..1].to_ascii_uppercase(), escape(&c.path));
+            if verbose && !c.diff.is_empty() {
+                let _ = write!(out, "{}", escape(&c.diff));
+            }
+        }
+    };
+    match cmd {
+        StateCmd::List => {
+            for name in state::list(project) {
+                let _ = writeln!(out, "{}", escape(&name));
+            }
+        }
+        StateCmd::Diff { name } => show(&mut out, &state::diff(project, &name, &home)?, true),
+        StateCmd::Apply { name } => {
+            let changes = state::apply(project, &name, &home)?;
+            show(&mut out, &changes, false);
+            let _ = writeln!(out, "applied {} change(s) of {} to your home", changes.len(), escape(&name));
+        }
+        StateCmd::Reset { name } => {
+            state::reset(project, &name)?;
+            let _ = writeln!(out, "dropped the state of {}", escape(&name));
+        }
+    }
+    Ok(0)
 }

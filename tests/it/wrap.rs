@@ -96,6 +96,7 @@ fn stepped(f: &Fixture) -> (std::process::Child, TcpListener) {
         "import socket\ndef step(name):\n    open(name, 'w').write(name + '\\n')\n    s = socket.create_connection(('127.0.0.1', {port}))\n    s.recv(1)\nstep('first.txt')\nstep('second.txt')\n"
     );
     f.write("steps.py", &py);
+    f.home_config(&format!("[wrap]\nhost_ports = [{port}]\n"));
     f.cairn(&["init"]).ok();
     let child = f.cmd().args(["wrap", "--", "python3", "steps.py"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     (child, l)
@@ -187,10 +188,8 @@ fn claude_code_under_cairn_wrap_proposes_exactly_its_edits() {
     let mut model = Command::new("python3").arg(stub).arg(dir.path().join("script.json")).arg(&port_file).stderr(log).spawn().unwrap();
     wait_until(20, "the scripted model to listen", || port_file.exists());
     let port = std::fs::read_to_string(&port_file).unwrap();
-    // The checkout (with Claude Code in it) may live under /tmp, which a wrap session does
-    // not see: list its install as one of the agent's own places.
-    let install = claude.parent().unwrap().parent().unwrap().parent().unwrap();
-    f.home_config(&format!("[wrap]\nwritable = [{:?}]\n", install.display().to_string()));
+    // The scripted model is on the host's loopback: forwarded into the agent's network.
+    f.home_config(&format!("[wrap]\nhost_ports = [{port}]\n"));
     let before = f.tree();
     let out = f
         .cmd()

@@ -18,6 +18,8 @@ pub enum Kind {
     Float,
     Str,
     StrList,
+    /// A list of TCP ports (1–65535).
+    PortList,
     Choice(&'static [&'static str]),
 }
 
@@ -74,8 +76,14 @@ keys! {
     "run" "max_processes" Kind::Int { min: 1 }, "512", "Processes a confined command may run at once (as root too: the command never runs as host root).";
     "run" "max_output_bytes" Kind::Int { min: 1024 }, "65536", "Bytes of a confined command's output kept (its tail) for the log and the reply.";
     "run" "allow_unconfined" Kind::Bool, "false", "Where the kernel lacks a layer of the boundary (user namespaces, overlayfs in them), run commands anyway in a throwaway copy with a cleared environment, and say so in their log; off, such runs are refused.";
-    "wrap" "hide" Kind::StrList, "[\"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \"~/.config/gcloud\", \"~/.netrc\", \"~/.docker/config.json\", \"~/.password-store\", \"~/.kube\"]", "Host paths hidden from a wrapped agent (credentials); ~ is your home directory.";
-    "wrap" "writable" Kind::StrList, "[\"~/.claude\", \"~/.claude.json\", \"~/.codex\", \"~/.gemini\", \"~/.config/opencode\", \"~/.local/share/opencode\", \"~/.aider*\", \"~/.npm\", \"~/.cache\"]", "Host paths a wrapped agent may write in place (its own config and session state); a trailing * matches names in that directory.";
+    "wrap" "hide" Kind::StrList, "[\"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \"~/.config/gcloud\", \"~/.netrc\", \"~/.docker/config.json\", \"~/.password-store\", \"~/.kube\", \"~/.cargo/credentials\", \"~/.cargo/credentials.toml\", \"~/.git-credentials\", \"~/.npmrc\", \"~/.pypirc\"]", "Host paths hidden from a wrapped agent even inside directories it may see (credentials); ~ is your home directory.";
+    "wrap" "home" Kind::StrList, "[\".gitconfig\", \".config/git\", \".gitignore_global\", \".cargo\", \".rustup\", \".pyenv\", \".nvm\", \".volta\", \".bun\", \".deno\", \"go\", \".local/bin\", \".local/lib\", \".sdkman\", \".asdf\", \".tool-versions\"]", "What a wrapped agent sees of your home besides its own state (paths relative to the home): git's config and language toolchains. Everything else of the home is hidden.";
+    "wrap" "state" Kind::StrList, "[\".claude\", \".claude.json\", \".codex\", \".gemini\", \".config/opencode\", \".local/share/opencode\", \".aider*\", \".npm\", \".cache\"]", "Agent CLIs' own state in your home (relative to it; a trailing * matches names): read through, its writes kept copy-on-write in one layer per CLI under $CAIRN_HOME/wrap-state (`cairn wrap state`); the real home never changes.";
+    "wrap" "read_paths" Kind::StrList, "[]", "More host paths a wrapped agent may read (read-only), besides the system, its own installation and `[wrap] home`; ~ is your home, a relative path is under the project.";
+    "wrap" "env" Kind::StrList, "[]", "More environment variables passed to a wrapped agent, besides the base ones (PATH, HOME, LANG, TERM, ...) and the agent CLIs' own (ANTHROPIC_*, OPENAI_*, GEMINI_*, GOOGLE_*, CLAUDE_*, CODEX_*); names that look secret are passed only when listed here.";
+    "wrap" "network" Kind::Choice(&["proxy", "none", "host"]), "\"proxy\"", "A wrapped agent's network: proxy (its own network namespace; only allow_hosts through Cairn's CONNECT proxy, and host_ports), none (a loopback only), host (the host's network: an explicit opt-in, recorded in the proposal).";
+    "wrap" "allow_hosts" Kind::StrList, "[\"api.anthropic.com\", \"claude.ai\", \"platform.claude.com\", \"mcp-proxy.anthropic.com\", \"api.openai.com\", \"chatgpt.com\", \"auth.openai.com\", \"generativelanguage.googleapis.com\", \"cloudcode-pa.googleapis.com\", \"oauth2.googleapis.com\", \"accounts.google.com\", \"www.googleapis.com\"]", "Hosts a wrapped agent reaches through Cairn's proxy (port 443, or host:port; *.example.com matches subdomains): the model and sign-in endpoints of Claude Code, Codex CLI and Gemini CLI.";
+    "wrap" "host_ports" Kind::PortList, "[]", "Ports of the host's loopback a wrapped agent reaches at 127.0.0.1 (a local model server such as Ollama on 11434, a test stub).";
     "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
     "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
     "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
@@ -175,7 +183,13 @@ pub struct Run {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Wrap {
     pub hide: Vec<String>,
-    pub writable: Vec<String>,
+    pub home: Vec<String>,
+    pub state: Vec<String>,
+    pub read_paths: Vec<String>,
+    pub env: Vec<String>,
+    pub network: String,
+    pub allow_hosts: Vec<String>,
+    pub host_ports: Vec<u16>,
 }
 
 /// `[ui]`.
@@ -264,6 +278,8 @@ fn check_value(def: &KeyDef, value: Value, origin: &str) -> Result<Value> {
         (Kind::Float, v) => Err(bad("a number", &v)),
         (Kind::Str, v) => Err(bad("a string", &v)),
         (Kind::StrList, v) => Err(bad("a list of strings", &v)),
+        (Kind::PortList, Value::Array(items)) if items.iter().all(|i| i.as_integer().is_some_and(|p| (1..=65535).contains(&p))) => Ok(Value::Array(items)),
+        (Kind::PortList, v) => Err(bad("a list of ports (1-65535)", &v)),
     }
 }
 
@@ -303,6 +319,7 @@ fn parse_env(def: &KeyDef, raw: &str, var: &str) -> Result<Value> {
             Ok(list) => Value::Array(list.into_iter().map(Value::String).collect()),
             Err(_) => Value::Array(raw.split_whitespace().map(|s| Value::String(s.to_string())).collect()),
         },
+        Kind::PortList => Value::Array(raw.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(|s| s.trim_matches(|c| c == '[' || c == ']').parse::<i64>().map(Value::Integer).map_err(|_| bad("a list of ports"))).collect::<Result<_>>()?),
     };
     check_value(def, value, &format!("${var}"))
 }

@@ -112,7 +112,7 @@ pub fn runs_by_itself(rel: &str) -> Option<&'static str> {
         ".envrc" => "direnv runs it on entering the directory",
         "conftest.py" => "pytest imports it before any test",
         "build.rs" => "cargo runs it when building",
-        "package.json" => "npm runs its install scripts",
+        "package.json" => "npm runs its scripts (install, test, lifecycle)",
         ".npmrc" | ".yarnrc" | ".yarnrc.yml" => "the package manager obeys it",
         "setup.py" => "pip runs it when installing",
         ".pre-commit-config.yaml" => "pre-commit runs its hooks",
@@ -123,6 +123,11 @@ pub fn runs_by_itself(rel: &str) -> Option<&'static str> {
         _ if under(".github/workflows/") || under(".github/actions/") => "GitHub Actions runs it",
         _ if under(".husky/") || under(".githooks/") => "git runs it as a hook",
         _ if under(".devcontainer/") => "the dev container tooling runs it",
+        ".mcp.json" => "agent CLIs start the MCP servers it lists",
+        _ if under(".claude/") => "Claude Code obeys it (hooks, commands, MCP servers, permissions)",
+        _ if under(".codex/") => "Codex CLI obeys it (its configuration, MCP servers)",
+        _ if under(".gemini/") => "Gemini CLI obeys it (settings, MCP servers, commands)",
+        _ if under("hooks/") || under(".git-hooks/") || under("git-hooks/") => "git may run it as a hook (core.hooksPath)",
         _ => return None,
     })
 }

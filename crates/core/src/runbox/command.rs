@@ -70,10 +70,15 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, cgroup: bool) -> Result<(), String
     // SAFETY: unshare on this (single-threaded) process.
     check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } as _, "nested namespaces")?;
     map_ids(uid, gid)?;
+    // A session of its own: no terminal but the session's own pty (a wrap session's), made
+    // its controlling terminal here.
+    // SAFETY: setsid and TIOCSCTTY on this process's own descriptor 0.
+    check(unsafe { libc::setsid() } as _, "a session of its own")?;
+    if spec.wrap.as_ref().is_some_and(|w| w.pty) {
+        // SAFETY: as above.
+        check(unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } as _, "the session's terminal")?;
+    }
     if spec.wrap.is_none() {
-        // No terminal: a session of its own, stdin from nothing (below).
-        // SAFETY: setsid on this process.
-        check(unsafe { libc::setsid() } as _, "a session of its own")?;
         let mb = 1024 * 1024;
         if !cgroup {
             // Without a cgroup, per process: the address space counts shared anonymous

@@ -20,7 +20,7 @@ use super::spec::{Ended, Spec};
 use super::ids::Ids;
 use super::sys::{check, dumpable, os_err};
 use std::io::Write as _;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 /// Entry point of `cairn __confine`; returns the process exit code.
 pub fn main() -> i32 {
@@ -57,7 +57,10 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     }
     let mut trees = vec![spec.root.clone(), spec.stage()];
     trees.extend(spec.read_paths.iter().cloned());
-    trees.extend(spec.wrap.iter().flat_map(|w| w.writable.iter().chain(&w.home_lower).cloned()));
+    if let Some(h) = spec.wrap.as_ref().and_then(|w| w.home.as_ref()) {
+        trees.push(h.real.clone());
+        trees.extend(h.state_dirs.iter().map(|d| h.real.join(d)));
+    }
     let ids = super::ids::prepare(&trees)?;
     // Before anything forks: every process of the run is in the run's cgroup.
     let joined = match &spec.wrap {
@@ -163,14 +166,23 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgro
         return Err("cairn exited before the run started".into());
     }
     drop(alive);
-    let upper = super::view::build(spec, ids)?;
+    let built = super::view::build(spec, ids)?;
+    if let Some(listen) = spec.wrap.as_ref().and_then(|w| w.listen.as_ref()) {
+        // SAFETY: descriptor 4 is the control socket `launch` put there; taken once.
+        let control = unsafe { OwnedFd::from_raw_fd(super::launch::CONTROL_FD) };
+        super::net::hand_out(listen, control.as_fd())?;
+    }
     let pid = super::command::start(spec, ids, cgroup)?;
     let ended = super::command::wait(pid, spec.timeout_ms);
     // SAFETY: pid 1 signalling every other process of its own namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };
     super::command::reap_all();
+    if let (Some(plan), Some((scratch, files))) = (spec.wrap.as_ref().and_then(|w| w.home.as_ref()), &built.home_save) {
+        let at = |fd: &OwnedFd| std::path::PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        super::home::save_state_files(plan, &at(scratch), &at(files));
+    }
     if spec.capture {
-        super::capture::write(&upper, capture, spec.capture_limits)?;
+        super::capture::write(&built.upper, capture, spec.capture_limits)?;
     }
     Ok(ended)
 }

@@ -3,8 +3,9 @@
 //! - `/dev`: `null`, `zero`, `full`, `random`, `urandom` from the host (each checked to be
 //!   the device it names, so a planted file cannot stand in), a private `devpts` (no host
 //!   terminal is there: `TIOCSTI` has nothing to type into), `/dev/shm` on the view's
-//!   tmpfs, the usual links. No `/dev/tty` for runs; a wrap session keeps the user's terminal
-//!   (`host_terminal`).
+//!   tmpfs, the usual links. `/dev/tty` only where the command has a terminal of its own (a
+//!   wrap session on its pty: the node opens the caller's controlling terminal, which is
+//!   that pty); never the host's `/dev/pts`.
 //! - `/proc`: the run's own pid namespace. `/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`,
 //!   `/proc/bus` and `/proc/fs` read-only; `/proc/kcore`, `/proc/keys`, `/proc/timer_list` and
 //!   the other files that show the host's kernel state covered by `/dev/null`; `/proc/acpi`,
@@ -29,10 +30,10 @@ fn is_device(path: &Path, major: u32, minor: u32) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device() && libc::major(m.rdev()) == major && libc::minor(m.rdev()) == minor)
 }
 
-pub(super) fn dev(dev: &Path, host_terminal: bool) -> Result<(), String> {
+pub(super) fn dev(dev: &Path, tty: bool) -> Result<(), String> {
     make_dir_mode(dev, 0o755)?;
     let mut names: Vec<(&str, bool)> = DEVICES.iter().map(|(n, ma, mi)| (*n, is_device(&Path::new("/dev").join(n), *ma, *mi))).collect();
-    if host_terminal {
+    if tty {
         names.push(("tty", is_device(Path::new("/dev/tty"), 5, 0)));
     }
     for (name, ok) in names {
@@ -52,13 +53,9 @@ pub(super) fn dev(dev: &Path, host_terminal: bool) -> Result<(), String> {
     bind(&shm, &shm)?;
     let pts = dev.join("pts");
     make_dirs(&pts)?;
-    if host_terminal {
-        bind(Path::new("/dev/pts"), &pts)?;
-    } else {
-        // A terminal of its own is a convenience (some test runners want one); its absence
-        // is no error.
-        let _ = mount("devpts", &pts, "devpts", libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620"));
-    }
+    // A private devpts: terminals the command makes for itself (some test runners want one);
+    // its absence is no error.
+    let _ = mount("devpts", &pts, "devpts", libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620"));
     Ok(())
 }
 

@@ -58,15 +58,14 @@ pub struct Spec {
 pub struct Wrap {
     /// Run this argv (looked up on `PATH`) instead of `sh -c <cmd>`.
     pub argv: Vec<String>,
-    /// Host paths kept writable in place (the agent's config and session state).
-    pub writable: Vec<PathBuf>,
     /// Paths inside the workspace that are read-only (`.git`, `.jj`, `.cairn.toml`).
     pub read_only: Vec<PathBuf>,
-    /// Keep the user's terminal (`/dev/tty`, the host's `/dev/pts`).
-    pub host_terminal: bool,
-    /// The home shows this host directory copy-on-write (writes thrown away) instead of an
-    /// empty one.
-    pub home_lower: Option<PathBuf>,
+    /// Stdin is a pty of the session's own: the command makes it its controlling terminal.
+    pub pty: bool,
+    /// The home as the agent sees it (see `home`).
+    pub home: Option<super::home::Plan>,
+    /// The network namespace's listeners handed to the parent (`network = "proxy"`).
+    pub listen: Option<super::net::Listen>,
 }
 
 impl Spec {

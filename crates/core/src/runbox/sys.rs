@@ -35,3 +35,39 @@ pub(super) fn dumpable(on: bool) -> Result<(), String> {
     // SAFETY: prctl on this process only.
     check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, on as libc::c_ulong, 0, 0, 0) } as _, "dumpable flag")
 }
+
+/// Brings up `lo` in this process's (new) network namespace, and names the host `cairn-run`
+/// in its own uts namespace.
+#[allow(unsafe_code)]
+pub(super) fn loopback_up() -> Result<(), String> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: a datagram socket for the interface ioctls, closed by OwnedFd.
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    check(sock as _, "loopback socket")?;
+    // SAFETY: we own the new descriptor.
+    let sock = unsafe { OwnedFd::from_raw_fd(sock) };
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (i, b) in b"lo".iter().enumerate() {
+        req.ifr_name[i] = *b as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS on a valid socket and ifreq.
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+            return Err(os_err("loopback flags"));
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+            return Err(os_err("loopback up"));
+        }
+    }
+    Ok(())
+}
+
+/// Names the host `cairn-run` in the run's own uts namespace.
+#[allow(unsafe_code)]
+pub(super) fn hostname() {
+    let name = b"cairn-run";
+    // SAFETY: sethostname with a buffer of the length passed, in our own uts namespace.
+    unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) };
+}

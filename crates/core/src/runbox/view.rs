@@ -23,9 +23,16 @@ use super::sys::cstr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-/// Builds the view (see the module docs) and moves into it; returns a descriptor of the
-/// written layer, for the capture after the command.
-pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<OwnedFd, String> {
+/// What pid 1 keeps of the view once inside it.
+pub(super) struct Built {
+    /// The written layer, for the capture after the command.
+    pub upper: OwnedFd,
+    /// A wrap session's home: its scratch layer and the CLI's saved files (see `home`).
+    pub home_save: Option<(OwnedFd, OwnedFd)>,
+}
+
+/// Builds the view (see the module docs) and moves into it.
+pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<Built, String> {
     mount("none", Path::new("/"), "", libc::MS_REC | libc::MS_PRIVATE, None)?;
     let boxed = spec.dir.join("box");
     make_dirs(&boxed)?;
@@ -46,15 +53,13 @@ pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<OwnedFd, String> {
     chown(&upper, cmd_uid, cmd_gid)?;
     system(spec, &root)?;
     private_dirs(spec, &root, cmd_uid, cmd_gid)?;
-    if let Some(lower) = spec.wrap.as_ref().and_then(|w| w.home_lower.as_ref()).filter(|h| h.is_dir()) {
-        copy_on_write_home(ids, lower, &boxed, &under(&root, &spec.home), cmd_uid, cmd_gid)?;
-    }
+    let home_save = match spec.wrap.as_ref().and_then(|w| w.home.as_ref()).filter(|h| h.real.is_dir()) {
+        Some(plan) => Some(home(plan, ids, &boxed, &under(&root, &spec.home), (cmd_uid, cmd_gid))?),
+        None => None,
+    };
     // Inside a system directory or the project, a read path is already visible.
     for p in spec.read_paths.iter().filter(|p| !spec.system.iter().any(|s| p.starts_with(s)) && !p.starts_with(&spec.root)) {
         host_tree(ids, p, &under(&root, p), true)?;
-    }
-    for p in spec.wrap.iter().flat_map(|w| &w.writable) {
-        host_tree(ids, p, &under(&root, p), false)?;
     }
     workspace(spec, ids, &boxed, &root, &upper, &work)?;
     for p in spec.hidden_dirs.iter().filter(|p| under(&root, p).is_dir()) {
@@ -65,15 +70,19 @@ pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<OwnedFd, String> {
     for p in spec.hidden_files.iter().filter(|p| under(&root, p).is_file()) {
         mount("/dev/null", &under(&root, p), "", libc::MS_BIND, None)?;
     }
-    super::procfs::dev(&root.join("dev"), spec.wrap.as_ref().is_some_and(|w| w.host_terminal))?;
+    super::procfs::dev(&root.join("dev"), spec.wrap.as_ref().is_some_and(|w| w.pty))?;
     if spec.wrap.is_none() {
         super::procfs::ipc_limits(spec.max_memory_mb);
     }
     super::procfs::proc(&root.join("proc"))?;
+    super::sys::hostname();
+    if !spec.host_network {
+        super::sys::loopback_up()?;
+    }
     let upper_fd = std::fs::File::open(&upper).map_err(|e| format!("upper layer: {e}"))?;
     pivot(&root)?;
     set_attrs(Path::new("/"), RDONLY | NOSUID | NODEV, false)?;
-    Ok(upper_fd.into())
+    Ok(Built { upper: upper_fd.into(), home_save })
 }
 
 /// The system directories, read-only.
@@ -159,24 +168,79 @@ fn workspace(spec: &Spec, ids: &Ids, boxed: &Path, root: &Path, upper: &Path, wo
     Ok(())
 }
 
-/// The host's `lower` at `at`, copy-on-write: what the command writes there stays on the
-/// view's tmpfs and is thrown away.
-fn copy_on_write_home(ids: &Ids, lower: &Path, boxed: &Path, at: &Path, uid: u32, gid: u32) -> Result<(), String> {
-    let lower = match ids.tree(lower) {
+/// A wrap session's home at `at` (see `super::home`); returns descriptors of its scratch
+/// layer and of the CLI's saved files, for the save after the command.
+fn home(plan: &super::home::Plan, ids: &Ids, boxed: &Path, at: &Path, (uid, gid): (u32, u32)) -> Result<(OwnedFd, OwnedFd), String> {
+    let dir = |name: &str| -> Result<PathBuf, String> {
+        let d = boxed.join(name);
+        make_dirs(&d)?;
+        Ok(d)
+    };
+    // The mask: a whiteout per hidden entry, its directories the command's.
+    let mask = dir("home-mask")?;
+    for h in &plan.hidden {
+        super::home::whiteout(&mask, h)?;
+    }
+    // The CLI's saved state files, copied in (small; the layer on disk is the record).
+    let files = dir("home-files")?;
+    for f in &plan.state_files {
+        let saved = super::home::entry_dir(&plan.layer, "files", f);
+        if saved.is_file() {
+            let to = files.join(f);
+            make_dirs(to.parent().unwrap_or(&files))?;
+            std::fs::copy(&saved, &to).map_err(|e| format!("state file {f}: {e}"))?;
+            chown(&to, uid, gid)?;
+        }
+    }
+    for layer_root in [&mask, &files] {
+        chown_dirs(layer_root, uid, gid)?;
+    }
+    let real = match ids.tree(&plan.real) {
         Some(tree) => {
-            let l = boxed.join("home-lower");
-            make_dirs(&l)?;
+            let l = dir("home-real")?;
             attach(tree, &l)?;
             l
         }
-        None => lower.to_path_buf(),
+        None => plan.real.clone(),
     };
-    let (upper, work) = (boxed.join("home-upper"), boxed.join("home-work"));
-    make_dirs(&upper)?;
-    make_dirs(&work)?;
+    let (upper, work) = (dir("home-upper")?, dir("home-work")?);
     chown(&upper, uid, gid)?;
-    let opts = format!("lowerdir={},upperdir={},workdir={},userxattr", layer(&lower), layer(&upper), layer(&work));
-    mount("overlay", at, "overlay", libc::MS_NOSUID | libc::MS_NODEV, Some(&opts)).map_err(|e| format!("copy-on-write home: {e}"))
+    let opts = format!("lowerdir={}:{}:{},upperdir={},workdir={},userxattr", layer(&mask), layer(&files), layer(&real), layer(&upper), layer(&work));
+    mount("overlay", at, "overlay", libc::MS_NOSUID | libc::MS_NODEV, Some(&opts)).map_err(|e| format!("the agent's home: {e}"))?;
+    // Each state directory: copy-on-write over the real one, its writes kept in the layer.
+    for (i, d) in plan.state_dirs.iter().enumerate() {
+        let target = at.join(d);
+        make_dirs(&target)?;
+        let lower = match (ids.tree(&plan.real.join(d)), plan.real.join(d).is_dir()) {
+            (Some(tree), _) => {
+                let l = dir(&format!("state-{i}"))?;
+                attach(tree, &l)?;
+                l
+            }
+            (None, true) => plan.real.join(d),
+            (None, false) => dir(&format!("state-{i}"))?,
+        };
+        let keep = super::home::entry_dir(&plan.layer, "dirs", d);
+        let (u, w) = (keep.join("upper"), keep.join("work"));
+        make_dirs(&u)?;
+        make_dirs(&w)?;
+        chown(&u, uid, gid)?;
+        let opts = format!("lowerdir={},upperdir={},workdir={},userxattr", layer(&lower), layer(&u), layer(&w));
+        mount("overlay", &target, "overlay", libc::MS_NOSUID | libc::MS_NODEV, Some(&opts)).map_err(|e| format!("the agent's state {d}: {e}"))?;
+    }
+    let open = |p: &Path| std::fs::File::open(p).map(OwnedFd::from).map_err(|e| format!("{}: {e}", p.display()));
+    Ok((open(&upper)?, open(&plan.layer.join("files"))?))
+}
+
+/// `chown` of `root`'s directories (a layer whose directories merge over the home's).
+fn chown_dirs(root: &Path, uid: u32, gid: u32) -> Result<(), String> {
+    for e in std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            chown(&e.path(), uid, gid)?;
+            chown_dirs(&e.path(), uid, gid)?;
+        }
+    }
+    Ok(())
 }
 
 #[allow(unsafe_code)]

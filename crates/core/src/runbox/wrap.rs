@@ -1,8 +1,11 @@
 //! The boundary of a wrap session (`cairn wrap`, see [`crate::wrap`]): the same confined side
-//! as a run, with what an agent CLI needs — the user's terminal, the network unless refused,
-//! its own config and session state writable in place, the environment passed through but
-//! Cairn's own — and the written layer on disk in the session's directory, where the parent
-//! reads it while the agent works and after a crash.
+//! as a run (the allow-listed view, never host root, the seccomp filter), with what an agent
+//! CLI needs: a terminal of its own relayed to the user's ([`super::pty`]), its model through
+//! a proxy that admits only the allowed hosts ([`super::net`], [`super::proxy`]), a home that
+//! shows only toolchains and its own state, copy-on-write ([`super::home`]), its own
+//! installation read-only, an allow-listed environment ([`crate::wrap`]); and the written
+//! layer on disk in the session's directory, where the parent reads it while the agent works
+//! and after a crash.
 
 use super::spec::{Ended, Spec, Wrap};
 use super::Exit;
@@ -10,8 +13,18 @@ use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
+
+/// A wrap session's network.
+#[derive(Debug, Clone)]
+pub enum Network {
+    /// Its own namespace; out only through the proxy and the forwarded host ports.
+    Proxy { allow_hosts: Vec<String>, host_ports: Vec<u16> },
+    /// A loopback only.
+    None,
+    /// The host's (an explicit opt-in).
+    Host,
+}
 
 /// One wrap session's boundary.
 #[derive(Debug, Clone)]
@@ -19,11 +32,23 @@ pub struct Request<'a> {
     pub argv: &'a [String],
     /// Working directory, relative to the project root.
     pub cwd: &'a str,
-    pub host_network: bool,
-    /// Host paths hidden (credentials).
+    pub network: Network,
+    /// The command's environment (already the allow-list).
+    pub env: Vec<(String, String)>,
+    /// The user's home, and what the agent sees of it.
+    pub home: PathBuf,
+    pub home_plan: super::home::Plan,
+    /// Host paths hidden in what is visible (credentials).
     pub hide: Vec<PathBuf>,
-    /// Host paths writable in place (the agent's own state).
-    pub writable: Vec<PathBuf>,
+    /// More host paths readable (`[wrap] read_paths`).
+    pub read_paths: Vec<PathBuf>,
+}
+
+/// How a session ended, and what its proxy refused.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub exit: Exit,
+    pub denied: Vec<String>,
 }
 
 /// The written layer of the wrap session in `dir` (whiteouts and all, as overlayfs keeps it).
@@ -33,14 +58,40 @@ pub fn upper(dir: &Path) -> PathBuf {
 
 /// Runs the session in `dir` (created if needed, kept afterwards: the caller removes it once
 /// the layer is in the proposal), calling `tick` about every `every` while it runs.
-pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request, every: Duration, tick: &mut dyn FnMut()) -> Result<Exit> {
+pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request, every: Duration, tick: &mut dyn FnMut()) -> Result<Ran> {
     for d in ["stage", "rw/upper", "rw/work", "box"] {
         std::fs::create_dir_all(dir.join(d)).map_err(|e| Error::io(dir.join(d), e))?;
     }
+    // Only this user may look into the session's files.
+    let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    for d in ["files", "dirs"] {
+        let p = req.home_plan.layer.join(d);
+        std::fs::create_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+    }
+    let _ = std::fs::set_permissions(&req.home_plan.layer, std::os::unix::fs::PermissionsExt::from_mode(0o700));
     super::stage::stage(&dir.join("stage"), changes)?;
-    let spec = spec_for(project, dir, req)?;
+    let terminal = super::pty::Terminal::for_this_process().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
+    let spec = spec_for(project, dir, req, terminal.is_pty())?;
     let _ = std::fs::remove_file(spec.result_file());
-    let mut child = super::launch::start(project, &spec, [Stdio::inherit(), Stdio::inherit(), Stdio::inherit()], None)?;
+    let listen = spec.wrap.as_ref().and_then(|w| w.listen.clone());
+    let (ours, theirs) = match listen {
+        Some(_) => {
+            let (a, b) = rustix::net::socketpair(rustix::net::AddressFamily::UNIX, rustix::net::SocketType::SEQPACKET, rustix::net::SocketFlags::CLOEXEC, None).map_err(|e| Error::Sandbox(format!("socketpair: {e}")))?;
+            (Some(a), Some(b))
+        }
+        None => (None, None),
+    };
+    let stdio = terminal.stdio().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
+    let mut child = super::launch::start(project, &spec, stdio, theirs)?;
+    let relay = terminal.relay();
+    // The listeners pid 1 makes inside arrive before the command starts.
+    let serving = match (&listen, ours, &req.network) {
+        (Some(l), Some(control), Network::Proxy { allow_hosts, host_ports }) => {
+            let handed = super::net::receive(&control, 1 + l.host_ports.len());
+            Some(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone() }))
+        }
+        _ => None,
+    };
     // Woken by the child's exit (its pidfd), else every `every` for a tick.
     let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
@@ -57,28 +108,38 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
             None => std::thread::sleep(every),
         }
     }
+    relay.finish();
+    let denied = serving.map(super::proxy::Serving::stop).unwrap_or_default();
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
     if let Some(e) = ended.setup_error {
         return Err(Error::Sandbox(format!("the wrap session could not start: {e} (see `cairn doctor` and :help cairn-wrap)")));
     }
-    Ok(match (ended.code, ended.signal) {
+    let exit = match (ended.code, ended.signal) {
         (Some(c), _) => Exit::Code(c),
         (None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
-    })
+    };
+    Ok(Ran { exit, denied })
 }
 
-fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
-    // Everything but Cairn's own variables.
-    let env: Vec<(String, String)> = project.env.0.iter().filter(|(k, _)| !k.starts_with("CAIRN_")).cloned().collect();
-    let home = project.env.get("HOME").map(PathBuf::from).filter(|h| h.is_absolute()).unwrap_or_else(|| PathBuf::from("/root"));
-    let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = req.hide.iter().cloned().partition(|p| p.is_dir());
+fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<Spec> {
+    let mut env = req.env.clone();
+    let listen = match &req.network {
+        Network::Proxy { host_ports, .. } => {
+            env.retain(|(k, _)| !k.to_ascii_uppercase().ends_with("_PROXY"));
+            env.extend(super::net::proxy_env(super::net::PROXY_PORT));
+            Some(super::net::Listen { proxy: super::net::PROXY_PORT, host_ports: host_ports.clone() })
+        }
+        _ => None,
+    };
+    let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = req.hide.iter().filter(|p| !p.starts_with(&req.home)).cloned().partition(|p| p.is_dir());
     let mut hidden_dirs = super::hidden_dirs(project);
     hidden_dirs.extend(dirs);
     let mut hidden_files: Vec<PathBuf> = super::HIDDEN_FILES.iter().map(PathBuf::from).collect();
     hidden_files.extend(files);
-    // The home copy-on-write (less what `hide` names), and the command's own installation.
-    let read_paths = installation(req.argv.first().map_or("", String::as_str), &project.env);
+    // The command's own installation, and what the user listed.
+    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env);
+    read_paths.extend(req.read_paths.iter().cloned());
     let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
     let read_only = [".git", ".jj", ".cairn.toml"].iter().map(|p| project.root.join(p)).collect();
     Ok(Spec {
@@ -89,18 +150,18 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         cwd,
         env,
         system: super::SYSTEM.iter().map(PathBuf::from).collect(),
-        home: home.clone(),
+        home: req.home.clone(),
         hidden_dirs,
         hidden_files,
         read_paths,
         workspace_masks,
-        host_network: req.host_network,
+        host_network: matches!(req.network, Network::Host),
         timeout_ms: 0,
         max_memory_mb: 0,
         max_processes: 0,
         capture: false,
         capture_limits: super::capture_limits(project),
-        wrap: Some(Wrap { argv: req.argv.to_vec(), writable: req.writable.clone(), read_only, host_terminal: true, home_lower: Some(home.clone()) }),
+        wrap: Some(Wrap { argv: req.argv.to_vec(), read_only, pty, home: Some(req.home_plan.clone()), listen }),
     })
 }
 
@@ -108,8 +169,8 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
 /// really lives, and, for a script, where its interpreter does (`#!/usr/bin/env node` →
 /// node's). Each is the installation's root: the directory above a `bin/`, or an npm
 /// package's directory; nothing under the system directories (already visible).
-fn installation(name: &str, env: &crate::project::HostEnv) -> Vec<PathBuf> {
-    let path = env.get("PATH").unwrap_or("/usr/bin:/bin");
+fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
+    let path = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
     let lookup = |n: &str| -> Option<PathBuf> {
         if n.contains('/') {
             return Some(PathBuf::from(n));
@@ -141,14 +202,14 @@ fn installation(name: &str, env: &crate::project::HostEnv) -> Vec<PathBuf> {
     out
 }
 
-/// The installation a program file belongs to: its npm package, else the parent of its
+/// The installation a program file belongs to: its `node_modules`, else the parent of its
 /// `bin/`, else its directory.
 fn install_root(p: &Path) -> Option<PathBuf> {
     let comps: Vec<_> = p.components().collect();
+    // The whole `node_modules`: a package's native binary lives in a sibling package
+    // (`@anthropic-ai/claude-code-linux-x64`, `@openai/codex-linux-x64`).
     if let Some(i) = comps.iter().position(|c| c.as_os_str() == "node_modules") {
-        let scoped = comps.get(i + 1).is_some_and(|c| c.as_os_str().to_string_lossy().starts_with('@'));
-        let end = (i + if scoped { 3 } else { 2 }).min(comps.len());
-        return Some(comps[..end].iter().collect());
+        return Some(comps[..=i].iter().collect());
     }
     let dir = p.parent()?;
     match dir.file_name() {

@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod env;
+pub mod state;
+
 /// How often the written layer is looked at while CMD runs.
 const SYNC_EVERY: Duration = Duration::from_millis(250);
 
@@ -26,8 +29,8 @@ pub struct Options {
     pub task: Option<String>,
     /// Continue this wrap session's proposal.
     pub agent: Option<String>,
-    /// `--network none`.
-    pub no_network: bool,
+    /// `--network`: `proxy`, `none` or `host` (default: `[wrap] network`).
+    pub network: Option<String>,
     /// Working directory, relative to the project root.
     pub cwd: String,
     /// The user's home (for `~` in `[wrap] hide` and `[wrap] writable`).
@@ -41,6 +44,8 @@ pub struct Finished {
     pub exit: Exit,
     /// Paths the proposal changes.
     pub changed: usize,
+    /// Connections the proxy refused (`host:port`), for the user to allow one.
+    pub denied: Vec<String>,
 }
 
 /// The session's directory.
@@ -77,15 +82,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     // A resumed session starts from its proposal, staged below the new layer.
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
-    let home = opts.home.clone().unwrap_or_else(|| PathBuf::from("/root"));
-    let expand = |list: &[String]| list.iter().map(|p| runbox::expand(p, &home, &project.root)).collect::<Vec<_>>();
-    let req = runbox::wrap::Request {
-        argv: &opts.argv,
-        cwd: &opts.cwd,
-        host_network: !opts.no_network,
-        hide: expand(&project.config.wrap.hide),
-        writable: expand(&project.config.wrap.writable).into_iter().flat_map(|p| glob_home(&p)).collect(),
-    };
+    let req = request(project, opts)?;
     let mut seen = BTreeMap::new();
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut || {
@@ -93,19 +90,53 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
             sync_error.get_or_insert(e);
         }
     });
-    let exit = match exit {
-        Ok(exit) => exit,
+    let ran = match exit {
+        Ok(ran) => ran,
         Err(e) => {
             // Nothing ran: the proposal goes (back) to review as it was, saying why.
             let _ = finish(project, agent, &staged, &dir, &mut seen, "the wrap session could not start");
             return Err(e);
         }
     };
-    let changed = finish(project, agent, &staged, &dir, &mut seen, &format!("`{}` {exit}", opts.argv.join(" ")))?;
+    let exit = ran.exit;
+    let network = if matches!(req.network, runbox::wrap::Network::Host) { "; network: host (opted in)" } else { "" };
+    let changed = finish(project, agent, &staged, &dir, &mut seen, &format!("`{}` {exit}{network}", opts.argv.join(" ")))?;
     if let Some(e) = sync_error {
         return Err(e);
     }
-    Ok(Finished { agent: agent.to_string(), exit, changed })
+    Ok(Finished { agent: agent.to_string(), exit, changed, denied: ran.denied })
+}
+
+/// The boundary of a session: the network, the environment, the home and what else it reads.
+fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Request<'a>> {
+    let w = &project.config.wrap;
+    let home = opts.home.clone().filter(|h| h.is_absolute()).unwrap_or_else(|| PathBuf::from("/root"));
+    let expand = |list: &[String]| list.iter().map(|p| runbox::expand(p, &home, &project.root)).collect::<Vec<_>>();
+    let network = match opts.network.as_deref().unwrap_or(w.network.as_str()) {
+        "proxy" => runbox::wrap::Network::Proxy { allow_hosts: w.allow_hosts.clone(), host_ports: w.host_ports.clone() },
+        "none" => runbox::wrap::Network::None,
+        "host" => runbox::wrap::Network::Host,
+        other => return Err(Error::Usage(format!("--network takes proxy, none or host, not {other:?}"))),
+    };
+    let layer = state_layer(project, &opts.argv[0]);
+    let hide = expand(&w.hide);
+    let read_paths = expand(&w.read_paths);
+    let mut shown = w.home.clone();
+    shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
+    let home_plan = runbox::home_plan(&home, &shown, &w.state, &hide, &layer);
+    let mut env = env::allowed(&project.env.0, &w.env);
+    env.retain(|(k, _)| k != "HOME");
+    env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    Ok(runbox::wrap::Request { argv: &opts.argv, cwd: &opts.cwd, network, env, home, home_plan, hide, read_paths })
+}
+
+/// The copy-on-write layer of an agent CLI's state: one per command name (`claude`,
+/// `codex`, ...), kept across sessions under `$CAIRN_HOME/wrap-state/`.
+pub fn state_layer(project: &Project, program: &str) -> PathBuf {
+    let base = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    let name = if name.is_empty() || name.starts_with('.') { format!("_{name}") } else { name };
+    project.home.dir.join("wrap-state").join(name)
 }
 
 /// The last sync, the proposal to `reviewing`, the session's directory removed.
@@ -193,11 +224,3 @@ fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {
     Ok(out)
 }
 
-/// A path whose last component ends in `*` (`~/.aider*`): the matching entries of its
-/// directory; any other path as is.
-fn glob_home(p: &Path) -> Vec<PathBuf> {
-    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let Some(prefix) = name.strip_suffix('*') else { return vec![p.to_path_buf()] };
-    let Some(parent) = p.parent() else { return Vec::new() };
-    std::fs::read_dir(parent).into_iter().flatten().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(prefix)).map(|e| e.path()).collect()
-}

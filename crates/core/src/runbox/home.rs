@@ -1,0 +1,133 @@
+//! A wrapped agent's home: deny-by-default, copy-on-write, and never the real one.
+//!
+//! The parent decides ([`plan`]) from the real home: which entries the agent sees (`[wrap]
+//! home`, its own state, read paths under the home) and which are hidden (everything else,
+//! plus `[wrap] hide` inside what is seen). Pid 1 builds it ([`build`]):
+//!
+//! - the home is an overlay: lower layers are a *mask* (an overlay whiteout for every hidden
+//!   entry, on the view's tmpfs), the CLI's saved state files, and the real home; the upper
+//!   layer is scratch on the tmpfs, thrown away with the session;
+//! - each state directory (`~/.claude`, `~/.codex`, ...) is an overlay of its own over the
+//!   real one, whose upper layer is kept on disk in the CLI's layer
+//!   (`$CAIRN_HOME/wrap-state/<cli>/dirs/`), across sessions and crashes;
+//! - each state file (`~/.claude.json`) is read through the saved copy (or the real file),
+//!   and pid 1 saves the session's version into the layer (`files/`) when the command ends.
+//!
+//! Why not one overlay of the whole home with its upper in the layer: `$CAIRN_HOME` usually
+//! lies inside the home, and overlayfs refuses layers inside one another.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What pid 1 needs to build the home.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Plan {
+    /// The real home.
+    pub real: PathBuf,
+    /// Entries of the real home to hide (relative to it).
+    pub hidden: Vec<String>,
+    /// State directories (relative): shown copy-on-write, their writes kept in the layer.
+    pub state_dirs: Vec<String>,
+    /// State files (relative): read through, the session's version saved in the layer.
+    pub state_files: Vec<String>,
+    /// The CLI's layer (`$CAIRN_HOME/wrap-state/<cli>`).
+    pub layer: PathBuf,
+}
+
+/// The layer's directory for state entry `rel` (`/` escaped, so that entries never nest).
+pub fn entry_dir(layer: &Path, kind: &str, rel: &str) -> PathBuf {
+    layer.join(kind).join(rel.replace('%', "%25").replace('/', "%2F"))
+}
+
+/// Does `name` match a pattern (a trailing `*` matches names with that prefix)?
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// The plan for the real home `real` (see the module docs). `shown` and `state` are paths
+/// relative to the home (patterns: a trailing `*` in the last component); `hide` absolute.
+pub fn plan(real: &Path, shown: &[String], state: &[String], hide: &[PathBuf], layer: &Path) -> Plan {
+    let rel = |p: &String| p.trim_start_matches("~/").trim_matches('/').to_string();
+    let shown: Vec<String> = shown.iter().map(rel).filter(|s| !s.is_empty()).collect();
+    let state_patterns: Vec<String> = state.iter().map(rel).filter(|s| !s.is_empty()).collect();
+    let mut state_dirs = Vec::new();
+    let mut state_files = Vec::new();
+    for pattern in &state_patterns {
+        let (parent, last) = pattern.rsplit_once('/').unwrap_or(("", pattern));
+        let names: Vec<String> = if last.ends_with('*') {
+            let mut n: Vec<String> = std::fs::read_dir(real.join(parent)).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| matches(last, n)).collect();
+            n.sort();
+            n
+        } else {
+            vec![last.to_string()]
+        };
+        for name in names {
+            let r = if parent.is_empty() { name } else { format!("{parent}/{name}") };
+            let real_kind = std::fs::symlink_metadata(real.join(&r)).map(|m| m.is_dir());
+            let saved_dir = entry_dir(layer, "dirs", &r).is_dir();
+            // A missing entry is made as what its name says: a name with a dot-extension a
+            // file (`.claude.json`), else a directory.
+            let is_dir = real_kind.unwrap_or(saved_dir || !r.rsplit('/').next().unwrap_or("").contains(".json"));
+            if is_dir { state_dirs.push(r) } else { state_files.push(r) }
+        }
+    }
+    let visible: Vec<String> = shown.iter().chain(&state_dirs).chain(&state_files).cloned().collect();
+    let mut hidden = Vec::new();
+    walk(real, "", &visible, &mut hidden);
+    for h in hide.iter().filter_map(|h| h.strip_prefix(real).ok()) {
+        let h = h.to_string_lossy().into_owned();
+        if !h.is_empty() && real.join(&h).symlink_metadata().is_ok() && !hidden.iter().any(|x| h == *x || h.starts_with(&format!("{x}/"))) {
+            hidden.push(h);
+        }
+    }
+    Plan { real: real.to_path_buf(), hidden, state_dirs, state_files, layer: layer.to_path_buf() }
+}
+
+/// Entries under `dir` (relative `rel`) that no visible path names or leads to: hidden.
+fn walk(real: &Path, rel: &str, visible: &[String], hidden: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(real.join(rel)) else { return };
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    for name in names {
+        let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        if visible.iter().any(|v| *v == path) {
+            continue;
+        }
+        let leads = visible.iter().any(|v| v.starts_with(&format!("{path}/")));
+        if leads && real.join(&path).symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            walk(real, &path, visible, hidden);
+        } else {
+            hidden.push(path);
+        }
+    }
+}
+
+/// The whiteout of `rel` in the mask layer at `mask`.
+pub(super) fn whiteout(mask: &Path, rel: &str) -> Result<(), String> {
+    let p = mask.join(rel);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("home mask: {e}"))?;
+    }
+    rustix::fs::mknodat(rustix::fs::CWD, &p, rustix::fs::FileType::CharacterDevice, rustix::fs::Mode::empty(), 0).map_err(|e| format!("home mask ({rel}): {e}"))
+}
+
+/// Saves the session's version of each state file from the home's scratch layer `upper`
+/// into the CLI's layer (pid 1, after the command; `layer` reached through a descriptor's
+/// path). A file the session did not change is left as it was.
+pub(super) fn save_state_files(plan: &Plan, upper: &Path, layer_files: &Path) {
+    for rel in &plan.state_files {
+        let from = upper.join(rel);
+        let Ok(meta) = std::fs::symlink_metadata(&from) else { continue };
+        if !meta.is_file() || meta.len() > 16 << 20 {
+            continue;
+        }
+        let to = layer_files.join(rel.replace('%', "%25").replace('/', "%2F"));
+        let tmp = to.with_extension("cairn-tmp");
+        if std::fs::copy(&from, &tmp).is_ok() {
+            let _ = std::fs::rename(&tmp, &to);
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A wrapped agent's terminal: its own pseudo-terminal, relayed to the user's. The agent never
+//! holds a descriptor of the user's terminal, so `TIOCSTI`, escape sequences aimed at
+//! another of the user's terminals, or a read of the user's tty reach only its own.
+//!
+//! With a terminal on stdin ([`Terminal::Pty`]): a pty pair made here (`O_NOCTTY`); the slave
+//! is the confined side's stdin, stdout and stderr (the command makes it its controlling
+//! terminal in a session of its own); the user's terminal goes raw (restored on every way
+//! out) and two threads copy bytes: keys in, output out. Window size follows the user's
+//! (looked at whenever the relay wakes, at least every 100 ms). Ctrl-C, Ctrl-Z, mouse
+//! reports, bracketed paste and colours are bytes like any other: the agent's line
+//! discipline makes signals of them for the agent. Without one ([`Terminal::Pipes`]):
+//! stdin as it is; stdout or stderr that is a terminal is relayed through a pipe.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How the session's standard streams are made.
+pub enum Terminal {
+    Pty { master: OwnedFd, slave: OwnedFd },
+    Pipes { out: Option<(OwnedFd, OwnedFd)>, err: Option<(OwnedFd, OwnedFd)> },
+}
+
+/// The relay's threads and what to restore.
+pub struct Relay {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    saved: Option<rustix::termios::Termios>,
+}
+
+impl Terminal {
+    /// A pty when stdin is a terminal, else pipes for whichever of stdout and stderr is one.
+    pub fn for_this_process() -> std::io::Result<Terminal> {
+        use rustix::termios::isatty;
+        if isatty(std::io::stdin()) {
+            use rustix::pty::OpenptFlags;
+            let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+            rustix::pty::grantpt(&master)?;
+            rustix::pty::unlockpt(&master)?;
+            let slave = rustix::pty::ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+            if let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdin()) {
+                let _ = rustix::termios::tcsetwinsize(&master, size);
+            }
+            return Ok(Terminal::Pty { master, slave });
+        }
+        let pipe = |tty: bool| -> std::io::Result<Option<(OwnedFd, OwnedFd)>> { if tty { Ok(Some(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)) } else { Ok(None) } };
+        Ok(Terminal::Pipes { out: pipe(isatty(std::io::stdout()))?, err: pipe(isatty(std::io::stderr()))? })
+    }
+
+    pub fn is_pty(&self) -> bool {
+        matches!(self, Terminal::Pty { .. })
+    }
+
+    /// The confined side's stdin, stdout and stderr.
+    pub fn stdio(&self) -> std::io::Result<[Stdio; 3]> {
+        Ok(match self {
+            Terminal::Pty { slave, .. } => [Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?)],
+            Terminal::Pipes { out, err } => {
+                let end = |p: &Option<(OwnedFd, OwnedFd)>| -> std::io::Result<Stdio> { Ok(match p { Some((_, w)) => Stdio::from(w.try_clone()?), None => Stdio::inherit() }) };
+                [Stdio::inherit(), end(out)?, end(err)?]
+            }
+        })
+    }
+
+    /// Starts relaying (after the confined side started: our copies of its ends close here).
+    pub fn relay(self) -> Relay {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        let mut saved = None;
+        match self {
+            Terminal::Pty { master, slave } => {
+                drop(slave);
+                saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+                if let Some(mut raw) = saved.clone() {
+                    raw.make_raw();
+                    let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Now, &raw);
+                }
+                if let Ok(keys) = master.try_clone() {
+                    let s = Arc::clone(&stop);
+                    threads.push(std::thread::spawn(move || keys_in(keys, &s)));
+                }
+                threads.push(std::thread::spawn(move || output_out(master)));
+            }
+            Terminal::Pipes { out, err } => {
+                for (pipe, to_err) in [(out, false), (err, true)] {
+                    if let Some((r, w)) = pipe {
+                        drop(w);
+                        threads.push(std::thread::spawn(move || copy_pipe(r, to_err)));
+                    }
+                }
+            }
+        }
+        Relay { stop, threads, saved }
+    }
+}
+
+impl Relay {
+    /// Once the session has ended: the rest of its output copied, the user's terminal back
+    /// as it was.
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(saved) = self.saved.take() {
+            let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Now, &saved);
+        }
+    }
+}
+
+/// Waits up to `ms` for `fd` to be readable.
+fn readable(fd: impl AsFd, ms: i64) -> bool {
+    let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+    let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: ms * 1_000_000 };
+    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+}
+
+fn keys_in(master: OwnedFd, stop: &AtomicBool) {
+    let mut master = std::fs::File::from(master);
+    let mut buf = [0u8; 16 * 1024];
+    while !stop.load(Ordering::SeqCst) {
+        if !readable(std::io::stdin(), 100) {
+            continue;
+        }
+        match rustix::io::read(std::io::stdin(), &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if master.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn output_out(master: OwnedFd) {
+    let mut size = rustix::termios::tcgetwinsize(std::io::stdin()).ok();
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let ready = readable(&master, 100);
+        let now = rustix::termios::tcgetwinsize(std::io::stdin()).ok();
+        if let Some(n) = now.filter(|n| size.is_none_or(|s| (s.ws_row, s.ws_col) != (n.ws_row, n.ws_col))) {
+            let _ = rustix::termios::tcsetwinsize(&master, n);
+            size = Some(n);
+        }
+        if !ready {
+            continue;
+        }
+        // EIO once every slave descriptor is closed: the session is over.
+        match rustix::io::read(&master, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if out.write_all(&buf[..n]).and_then(|_| out.flush()).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn copy_pipe(r: OwnedFd, to_err: bool) {
+    let mut r = std::fs::File::from(r);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let ok = if to_err { std::io::stderr().write_all(&buf[..n]).is_ok() } else { std::io::stdout().write_all(&buf[..n]).and_then(|_| std::io::stdout().flush()).is_ok() };
+                if !ok {
+                    break;
+                }
+            }
+        }
+    }
+}

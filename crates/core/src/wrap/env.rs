@@ -1,0 +1,55 @@
+//! The environment a wrapped agent gets: an allow-list, not the user's whole environment.
+//! Passed: the base variables a terminal program needs, the agent CLIs' own (`ANTHROPIC_*`,
+//! `OPENAI_*`, `GEMINI_*`, `GOOGLE_*`, `CLAUDE_*`, `CODEX_*`, their `DISABLE_*` switches),
+//! and what `[wrap] env` lists. Everything else is dropped (`GITHUB_TOKEN`,
+//! `AWS_SECRET_ACCESS_KEY`, a database URL...), and a name that looks secret outside the
+//! agents' own prefixes is dropped even if a base rule would pass it, unless listed.
+
+/// Variables passed by name.
+const BASE: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TZ", "NO_COLOR", "FORCE_COLOR", "EDITOR", "VISUAL",
+    "PAGER", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+];
+/// Variables passed by prefix: the locale, and the agent CLIs' own.
+const PREFIXES: &[&str] = &["LC_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CLAUDE_", "CODEX_", "DISABLE_"];
+/// The agent CLIs' own prefixes: their keys are what they are for.
+const AGENT_PREFIXES: &[&str] = &["ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CLAUDE_", "CODEX_"];
+
+/// Does `name` look like it holds a secret?
+pub fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE"].iter().any(|w| n.contains(w)) || n.ends_with("_KEY") || n.ends_with("_KEYS") || n == "KEY"
+}
+
+/// What of `env` a wrapped agent gets (`listed`: `[wrap] env`).
+pub fn allowed(env: &[(String, String)], listed: &[String]) -> Vec<(String, String)> {
+    env.iter()
+        .filter(|(k, _)| {
+            if listed.iter().any(|l| l == k) {
+                return true;
+            }
+            if k.starts_with("CAIRN_") {
+                return false;
+            }
+            let agents_own = AGENT_PREFIXES.iter().any(|p| k.starts_with(p));
+            let base = BASE.contains(&k.as_str()) || PREFIXES.iter().any(|p| k.starts_with(p));
+            base && (agents_own || !looks_secret(k))
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_allow_list_passes() {
+        let env: Vec<(String, String)> = ["PATH", "HOME", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "LC_ALL", "CAIRN_HOME", "DISABLE_TELEMETRY", "DISABLE_SECRET_TOKEN", "MY_TOOL_FLAG"]
+            .iter()
+            .map(|k| (k.to_string(), "v".to_string()))
+            .collect();
+        let got: Vec<String> = allowed(&env, &["MY_TOOL_FLAG".into()]).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(got, ["PATH", "HOME", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "LC_ALL", "DISABLE_TELEMETRY", "MY_TOOL_FLAG"]);
+    }
+}
