@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 
 /// Resolves `CAIRN_HOME`: flag, then `$CAIRN_HOME`, then the platform data directory.
 pub fn cairn_home(flag: Option<&Path>) -> PathBuf {
-    if let Some(p) = flag {
-        return p.to_path_buf();
+    let chosen = flag.map(Path::to_path_buf).or_else(|| std::env::var_os("CAIRN_HOME").filter(|p| !p.is_empty()).map(PathBuf::from));
+    let home = chosen.unwrap_or_else(|| directories::ProjectDirs::from("", "", "cairn").map(|d| d.data_dir().to_path_buf()).unwrap_or_else(|| PathBuf::from(".cairn")));
+    // Absolute from here on: confined helpers start in `/`, where a relative path means
+    // something else.
+    if home.is_absolute() {
+        home
+    } else {
+        std::env::current_dir().map(|d| d.join(&home)).unwrap_or(home)
     }
-    if let Some(p) = std::env::var_os("CAIRN_HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    directories::ProjectDirs::from("", "", "cairn")
-        .map(|d| d.data_dir().to_path_buf())
-        .unwrap_or_else(|| PathBuf::from(".cairn"))
 }
 
 /// Loads the configuration and opens the project the flags point at.

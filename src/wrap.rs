@@ -18,7 +18,10 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     }
     let cwd = std::env::current_dir().ok().and_then(|d| d.strip_prefix(&project.root).ok().map(|r| r.to_string_lossy().into_owned())).unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home };
+    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|e| Error::io("standard streams", e));
+    use std::os::fd::AsFd;
+    let streams = cairn_core::runbox::pty::Streams { stdin: dup(std::io::stdin().as_fd())?, stdout: dup(std::io::stdout().as_fd())?, stderr: dup(std::io::stderr().as_fd())? };
+    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)) };
     let id = cairn_core::wrap::begin(project, &opts)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "cairn: wrap session {id}: what `{}` writes becomes a proposal (`cairn diff {id}`)", cairn_core::display::escape(&opts.argv.join(" ")));

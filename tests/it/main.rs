@@ -4,6 +4,7 @@
 mod support;
 
 mod agents_mcp;
+mod agents_wrap;
 mod architecture;
 mod boundary;
 mod budgets;
@@ -38,3 +39,5 @@ mod state;
 mod tasks;
 mod watcher;
 mod wrap;
+mod wrap_boundary;
+mod wrap_tty;

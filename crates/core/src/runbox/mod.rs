@@ -21,7 +21,7 @@ mod mounts;
 pub mod net;
 mod procfs;
 pub mod proxy;
-mod pty;
+pub mod pty;
 mod report;
 mod spec;
 mod stage;

@@ -17,10 +17,19 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// The user's side: the standard streams of `cairn wrap` (duplicates the edge hands over;
+/// the core never takes the process's own).
+#[derive(Debug)]
+pub struct Streams {
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
 /// How the session's standard streams are made.
 pub enum Terminal {
-    Pty { master: OwnedFd, slave: OwnedFd },
-    Pipes { out: Option<(OwnedFd, OwnedFd)>, err: Option<(OwnedFd, OwnedFd)> },
+    Pty { master: OwnedFd, slave: OwnedFd, user: Streams },
+    Pipes { out: Option<(OwnedFd, OwnedFd)>, err: Option<(OwnedFd, OwnedFd)>, user: Streams },
 }
 
 /// The relay's threads and what to restore.
@@ -28,25 +37,29 @@ pub struct Relay {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     saved: Option<rustix::termios::Termios>,
+    /// The user's terminal, to restore.
+    tty: Option<OwnedFd>,
 }
 
 impl Terminal {
-    /// A pty when stdin is a terminal, else pipes for whichever of stdout and stderr is one.
-    pub fn for_this_process() -> std::io::Result<Terminal> {
+    /// A pty when the user's stdin is a terminal, else pipes for whichever of stdout and
+    /// stderr is one.
+    pub fn for_streams(user: &Streams) -> std::io::Result<Terminal> {
         use rustix::termios::isatty;
-        if isatty(std::io::stdin()) {
+        let user = Streams { stdin: user.stdin.try_clone()?, stdout: user.stdout.try_clone()?, stderr: user.stderr.try_clone()? };
+        if isatty(&user.stdin) {
             use rustix::pty::OpenptFlags;
             let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
             rustix::pty::grantpt(&master)?;
             rustix::pty::unlockpt(&master)?;
             let slave = rustix::pty::ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
-            if let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdin()) {
+            if let Ok(size) = rustix::termios::tcgetwinsize(&user.stdin) {
                 let _ = rustix::termios::tcsetwinsize(&master, size);
             }
-            return Ok(Terminal::Pty { master, slave });
+            return Ok(Terminal::Pty { master, slave, user });
         }
         let pipe = |tty: bool| -> std::io::Result<Option<(OwnedFd, OwnedFd)>> { if tty { Ok(Some(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)) } else { Ok(None) } };
-        Ok(Terminal::Pipes { out: pipe(isatty(std::io::stdout()))?, err: pipe(isatty(std::io::stderr()))? })
+        Ok(Terminal::Pipes { out: pipe(isatty(&user.stdout))?, err: pipe(isatty(&user.stderr))?, user })
     }
 
     pub fn is_pty(&self) -> bool {
@@ -57,9 +70,9 @@ impl Terminal {
     pub fn stdio(&self) -> std::io::Result<[Stdio; 3]> {
         Ok(match self {
             Terminal::Pty { slave, .. } => [Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?)],
-            Terminal::Pipes { out, err } => {
-                let end = |p: &Option<(OwnedFd, OwnedFd)>| -> std::io::Result<Stdio> { Ok(match p { Some((_, w)) => Stdio::from(w.try_clone()?), None => Stdio::inherit() }) };
-                [Stdio::inherit(), end(out)?, end(err)?]
+            Terminal::Pipes { out, err, user } => {
+                let end = |p: &Option<(OwnedFd, OwnedFd)>, own: &OwnedFd| -> std::io::Result<Stdio> { Ok(Stdio::from(match p { Some((_, w)) => w.try_clone()?, None => own.try_clone()? })) };
+                [Stdio::from(user.stdin.try_clone()?), end(out, &user.stdout)?, end(err, &user.stderr)?]
             }
         })
     }
@@ -70,29 +83,32 @@ impl Terminal {
         let mut threads = Vec::new();
         let mut saved = None;
         match self {
-            Terminal::Pty { master, slave } => {
+            Terminal::Pty { master, slave, user } => {
                 drop(slave);
-                saved = rustix::termios::tcgetattr(std::io::stdin()).ok();
+                saved = rustix::termios::tcgetattr(&user.stdin).ok();
                 if let Some(mut raw) = saved.clone() {
                     raw.make_raw();
-                    let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Now, &raw);
+                    let _ = rustix::termios::tcsetattr(&user.stdin, rustix::termios::OptionalActions::Now, &raw);
                 }
-                if let Ok(keys) = master.try_clone() {
+                let tty = user.stdin.try_clone().ok();
+                if let (Ok(keys), Ok(stdin)) = (master.try_clone(), user.stdin.try_clone()) {
                     let s = Arc::clone(&stop);
-                    threads.push(std::thread::spawn(move || keys_in(keys, &s)));
+                    threads.push(std::thread::spawn(move || keys_in(stdin, keys, &s)));
                 }
-                threads.push(std::thread::spawn(move || output_out(master)));
+                let Streams { stdin, stdout, .. } = user;
+                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout)));
+                return Relay { stop, threads, saved, tty };
             }
-            Terminal::Pipes { out, err } => {
-                for (pipe, to_err) in [(out, false), (err, true)] {
-                    if let Some((r, w)) = pipe {
+            Terminal::Pipes { out, err, user } => {
+                for (pipe, to) in [(out, &user.stdout), (err, &user.stderr)] {
+                    if let (Some((r, w)), Ok(to)) = (pipe, to.try_clone()) {
                         drop(w);
-                        threads.push(std::thread::spawn(move || copy_pipe(r, to_err)));
+                        threads.push(std::thread::spawn(move || copy_pipe(r, to)));
                     }
                 }
             }
         }
-        Relay { stop, threads, saved }
+        Relay { stop, threads, saved, tty: None }
     }
 }
 
@@ -110,8 +126,8 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(saved) = self.saved.take() {
-            let _ = rustix::termios::tcsetattr(std::io::stdin(), rustix::termios::OptionalActions::Now, &saved);
+        if let (Some(saved), Some(tty)) = (self.saved.take(), &self.tty) {
+            let _ = rustix::termios::tcsetattr(tty, rustix::termios::OptionalActions::Now, &saved);
         }
     }
 }
@@ -123,14 +139,14 @@ fn readable(fd: impl AsFd, ms: i64) -> bool {
     matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
 }
 
-fn keys_in(master: OwnedFd, stop: &AtomicBool) {
+fn keys_in(stdin: OwnedFd, master: OwnedFd, stop: &AtomicBool) {
     let mut master = std::fs::File::from(master);
     let mut buf = [0u8; 16 * 1024];
     while !stop.load(Ordering::SeqCst) {
-        if !readable(std::io::stdin(), 100) {
+        if !readable(&stdin, 100) {
             continue;
         }
-        match rustix::io::read(std::io::stdin(), &mut buf) {
+        match rustix::io::read(&stdin, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 if master.write_all(&buf[..n]).is_err() {
@@ -141,13 +157,13 @@ fn keys_in(master: OwnedFd, stop: &AtomicBool) {
     }
 }
 
-fn output_out(master: OwnedFd) {
-    let mut size = rustix::termios::tcgetwinsize(std::io::stdin()).ok();
-    let mut out = std::io::stdout().lock();
+fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd) {
+    let mut size = rustix::termios::tcgetwinsize(&tty).ok();
+    let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let ready = readable(&master, 100);
-        let now = rustix::termios::tcgetwinsize(std::io::stdin()).ok();
+        let now = rustix::termios::tcgetwinsize(&tty).ok();
         if let Some(n) = now.filter(|n| size.is_none_or(|s| (s.ws_row, s.ws_col) != (n.ws_row, n.ws_col))) {
             let _ = rustix::termios::tcsetwinsize(&master, n);
             size = Some(n);
@@ -159,7 +175,7 @@ fn output_out(master: OwnedFd) {
         match rustix::io::read(&master, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if out.write_all(&buf[..n]).and_then(|_| out.flush()).is_err() {
+                if out.write_all(&buf[..n]).is_err() {
                     break;
                 }
             }
@@ -167,15 +183,14 @@ fn output_out(master: OwnedFd) {
     }
 }
 
-fn copy_pipe(r: OwnedFd, to_err: bool) {
-    let mut r = std::fs::File::from(r);
+fn copy_pipe(r: OwnedFd, to: OwnedFd) {
+    let (mut r, mut to) = (std::fs::File::from(r), std::fs::File::from(to));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match r.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let ok = if to_err { std::io::stderr().write_all(&buf[..n]).is_ok() } else { std::io::stdout().write_all(&buf[..n]).and_then(|_| std::io::stdout().flush()).is_ok() };
-                if !ok {
+                if to.write_all(&buf[..n]).is_err() {
                     break;
                 }
             }

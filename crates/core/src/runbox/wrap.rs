@@ -27,7 +27,7 @@ pub enum Network {
 }
 
 /// One wrap session's boundary.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Request<'a> {
     pub argv: &'a [String],
     /// Working directory, relative to the project root.
@@ -42,6 +42,8 @@ pub struct Request<'a> {
     pub hide: Vec<PathBuf>,
     /// More host paths readable (`[wrap] read_paths`).
     pub read_paths: Vec<PathBuf>,
+    /// The user's terminal (or whatever `cairn wrap`'s streams are).
+    pub streams: super::pty::Streams,
 }
 
 /// How a session ended, and what its proxy refused.
@@ -70,7 +72,7 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     }
     let _ = std::fs::set_permissions(&req.home_plan.layer, std::os::unix::fs::PermissionsExt::from_mode(0o700));
     super::stage::stage(&dir.join("stage"), changes)?;
-    let terminal = super::pty::Terminal::for_this_process().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
+    let terminal = super::pty::Terminal::for_streams(&req.streams).map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
     let spec = spec_for(project, dir, req, terminal.is_pty())?;
     let _ = std::fs::remove_file(spec.result_file());
     let listen = spec.wrap.as_ref().and_then(|w| w.listen.clone());

@@ -33,8 +33,10 @@ pub struct Options {
     pub network: Option<String>,
     /// Working directory, relative to the project root.
     pub cwd: String,
-    /// The user's home (for `~` in `[wrap] hide` and `[wrap] writable`).
+    /// The user's home (for `~` in `[wrap]` paths, and what the agent sees of it).
     pub home: Option<PathBuf>,
+    /// `cairn wrap`'s standard streams (the user's terminal), from the edge.
+    pub streams: Option<std::sync::Arc<runbox::pty::Streams>>,
 }
 
 /// How a wrap session ended.
@@ -127,7 +129,18 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     let mut env = env::allowed(&project.env.0, &w.env);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
-    Ok(runbox::wrap::Request { argv: &opts.argv, cwd: &opts.cwd, network, env, home, home_plan, hide, read_paths })
+    let streams = match &opts.streams {
+        Some(s) => runbox::pty::Streams { stdin: dup(&s.stdin)?, stdout: dup(&s.stdout)?, stderr: dup(&s.stderr)? },
+        None => {
+            let null = |w: bool| std::fs::OpenOptions::new().read(!w).write(w).open("/dev/null").map(std::os::fd::OwnedFd::from).map_err(|e| Error::io("/dev/null", e));
+            runbox::pty::Streams { stdin: null(false)?, stdout: null(true)?, stderr: null(true)? }
+        }
+    };
+    Ok(runbox::wrap::Request { argv: &opts.argv, cwd: &opts.cwd, network, env, home, home_plan, hide, read_paths, streams })
+}
+
+fn dup(fd: &std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd> {
+    fd.try_clone().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))
 }
 
 /// The copy-on-write layer of an agent CLI's state: one per command name (`claude`,

@@ -1,0 +1,189 @@
+//! `cairn wrap` attacked as a hostile agent would (`tests/hostile/wrap_probe.py`): the
+//! terminal, host sockets (unix, abstract, loopback, direct), the proxy, credentials in the
+//! home, the environment and root's files, persistence in the agent CLIs' own configuration,
+//! a symlink to a secret, a sparse file, the environment on disk. With the default network
+//! (the proxy) and `--network none`, as root (when the tests are) and as an ordinary user.
+
+use crate::runs::{as_ordinary_user, is_root};
+use crate::support::*;
+use serde_json::{json, Value};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const PROBE: &str = include_str!("../hostile/wrap_probe.py");
+const SECRET_ENV: [(&str, &str); 3] = [("GITHUB_TOKEN", "ghp_PLANTEDSECRET1"), ("AWS_SECRET_ACCESS_KEY", "AKIAPLANTEDSECRET2"), ("DATABASE_PASSWORD", "PLANTEDSECRET3")];
+const CREDENTIALS: [&str; 14] = [
+    ".ssh/id_rsa", ".git-credentials", ".npmrc", ".pypirc", ".cargo/credentials.toml", ".config/gh/hosts.yml", ".bash_history", ".local/share/keyrings/login.keyring",
+    ".vault-token", ".terraform.d/credentials.tfrc.json", ".azure/accessTokens.json", ".m2/settings.xml", ".config/rclone/rclone.conf", ".aws/credentials",
+];
+const PLANT: [(&str, &str); 4] = [(".claude/settings.json", "{\"hooks\": \"PLANTED\"}\n"), (".codex/config.toml", "[mcp_servers.x]\ncommand = \"PLANTED\"\n"), (".bashrc", "PLANTED\n"), (".cache/node/corepack/pnpm", "PLANTED\n")];
+
+/// A user's home with credentials in it, and the targets the probe aims at.
+struct Setup {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    _sockets: Vec<UnixListener>,
+    abstract_socket: UnixListener,
+    tcp: TcpListener,
+    args: Value,
+}
+
+fn setup(owner: Option<u32>) -> Setup {
+    use std::os::linux::net::SocketAddrExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let home = dir.path().join("home");
+    for rel in CREDENTIALS {
+        let p = home.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("PLANTED-CREDENTIAL {rel}\n")).unwrap();
+    }
+    std::fs::write(home.join(".bashrc"), "# the user's own\n").unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(home.join(".claude/settings.json"), "{}\n").unwrap();
+    let run_dir = dir.path().join("run-user");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let mut paths = vec![run_dir.join("nvim.12345.0"), run_dir.join("bus")];
+    if is_root() {
+        let d = PathBuf::from(format!("/run/cairn-wrap-probe-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&d).unwrap();
+        paths.push(d.join("nvim.sock"));
+    }
+    let sockets: Vec<UnixListener> = paths.iter().map(|p| UnixListener::bind(p).unwrap()).collect();
+    let name = format!("cairn-wrap-probe-{}", rand::random::<u32>());
+    let abstract_socket = UnixListener::bind_addr(&std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    abstract_socket.set_nonblocking(true).unwrap();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    if let Some(uid) = owner {
+        assert!(Command::new("chown").arg("-R").arg(format!("{uid}:{uid}")).arg(&home).status().unwrap().success());
+    }
+    let args = json!({
+        "credentials": CREDENTIALS, "secret_env": SECRET_ENV.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        "sockets": paths, "abstract": name, "tcp_port": tcp.local_addr().unwrap().port(),
+        "plant": PLANT.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect::<serde_json::Map<_, _>>(),
+    });
+    Setup { _dir: dir, home, _sockets: sockets, abstract_socket, tcp, args }
+}
+
+/// Every file under `dir` with its content (what the real home holds).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs the probe under `cairn wrap` (through `script`, so cairn has a terminal as a user's
+/// shell gives it), then checks everything from outside.
+fn probe(f: &Fixture, s: &Setup, network: &str, wrap: impl Fn(&[&str]) -> Command) {
+    let before = snapshot(&s.home);
+    let mut args = vec!["wrap", "--network", network, "--", "/usr/bin/python3", "probe.py"];
+    let probe_args = json!(s.args.as_object().unwrap().clone().into_iter().chain([("proxy".to_string(), json!(network == "proxy"))]).collect::<serde_json::Map<_, _>>()).to_string();
+    args.push(&probe_args);
+    let c = wrap(&args);
+    let line = std::iter::once(c.get_program()).chain(c.get_args()).map(|a| format!("'{}'", a.to_string_lossy().replace('\'', "'\\''"))).collect::<Vec<_>>().join(" ");
+    let envs: Vec<(String, String)> = c.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
+    let mut outer = Command::new("/usr/bin/time");
+    outer.args(["-f", "MAXRSS=%M", "script", "-qec", &line, "/dev/null"]).current_dir(&f.root).stdin(Stdio::null());
+    for (k, v) in envs.iter().chain(&SECRET_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>()) {
+        outer.env(k, v);
+    }
+    let out = outer.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("probe-done"), "the probe did not finish:\n{text}\n{err}");
+    let leaks: Vec<&str> = text.lines().filter(|l| l.starts_with("LEAK")).collect();
+    assert!(leaks.is_empty(), "network {network}: the boundary leaked:\n{}\n\n{text}", leaks.join("\n"));
+    assert!(s.abstract_socket.accept().is_err() && s.tcp.accept().is_err(), "a host socket was reached");
+    assert_eq!(snapshot(&s.home), before, "the real home changed");
+    let id = text.lines().chain(err.lines()).find_map(|l| l.split("wrap session ").nth(1)).and_then(|r| r.split(':').next()).expect("session id").to_string();
+    let diff = f.cairn(&["diff", &id]).stdout;
+    assert!(diff.contains("b/made.txt"), "{diff}");
+    assert!(!diff.contains("PLANTED") && !diff.contains("sparse.bin\n+"), "a secret or the sparse file reached the proposal:\n{diff}");
+    // The sparse file cost cairn nothing: the whole `cairn wrap` tree stayed small.
+    let rss: u64 = err.lines().find_map(|l| l.strip_prefix("MAXRSS=")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    assert!(rss > 0 && rss < 400 * 1024, "cairn wrap peaked at {rss} kB");
+    // Nothing on disk holds the environment; the session's files are the user's only.
+    let mut stack = vec![f.home.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let t = String::from_utf8_lossy(&bytes);
+                assert!(!SECRET_ENV.iter().any(|(_, v)| t.contains(v)), "{} holds the environment", p.display());
+            }
+        }
+    }
+    // The planted configuration is in the CLI's own layer, not in the home.
+    let state = f.cairn(&["wrap", "state", "diff", "python3"]);
+    assert!(state.stdout.contains(".claude/settings.json") && state.stdout.contains("PLANTED"), "{state:?}");
+}
+
+fn probe_fixture() -> Fixture {
+    Fixture::with_files(&[("probe.py", PROBE), ("src/app.py", "x = 1\n")])
+}
+
+#[test]
+fn a_hostile_agent_under_wrap_reaches_nothing_through_the_proxy() {
+    let f = probe_fixture();
+    let s = setup(None);
+    let home = s.home.clone();
+    probe(&f, &s, "proxy", |args| {
+        let mut c = Command::new(exe());
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(args).env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    });
+}
+
+#[test]
+fn a_hostile_agent_under_wrap_reaches_nothing_without_a_network() {
+    let f = probe_fixture();
+    let s = setup(None);
+    let home = s.home.clone();
+    probe(&f, &s, "none", |args| {
+        let mut c = Command::new(exe());
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(args).env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    });
+}
+
+#[test]
+fn a_hostile_agent_under_wrap_reaches_nothing_as_an_ordinary_user() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (root, cairn_home) = (dir.path().join("proj"), dir.path().join("cairn"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&cairn_home).unwrap();
+    std::fs::write(root.join("probe.py"), PROBE).unwrap();
+    let owner = is_root().then_some(65534);
+    if let Some(uid) = owner {
+        assert!(Command::new("chown").arg("-R").arg(format!("{uid}:{uid}")).arg(&root).arg(&cairn_home).status().unwrap().success());
+    }
+    let s = setup(owner);
+    let f = Fixture { dir: tempfile::tempdir().unwrap(), root: root.clone(), home: cairn_home.clone(), config: Default::default() };
+    let exe = exe();
+    let base = |args: &[&str]| {
+        let mut all: Vec<&std::ffi::OsStr> = vec![exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), cairn_home.as_os_str()];
+        all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let mut c = as_ordinary_user(&all);
+        c.env("HOME", &s.home).env_remove("CAIRN_HOME");
+        c
+    };
+    assert!(base(&["init"]).output().unwrap().status.success());
+    probe(&f, &s, "proxy", base);
+}
