@@ -79,3 +79,64 @@ fn tiocsti_from_the_agent_never_reaches_the_users_shell() {
     assert!(t.pane().contains("injected-tried"), "{}", t.pane());
     assert!(!marker.exists(), "the agent's keystrokes ran in the user's shell:\n{}", t.pane());
 }
+
+/// Claude Code's own TUI under `cairn wrap` in a tmux pane: a prompt typed, the scripted
+/// model's edit made and its answer shown, a resize redrawn at the new width, Ctrl-C twice
+/// to quit; the proposal is exactly the edit.
+#[test]
+fn claude_codes_tui_works_under_wrap_in_tmux() {
+    let claude = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/node_modules/.bin/claude");
+    assert!(claude.exists(), "Claude Code is missing: run `bash scripts/test.sh` (it installs .venv/agents)");
+    let f = Fixture::with_files(&[("src/app.py", "def add(a, b):\n    return a - b\n")]);
+    let app = f.root.join("src/app.py").display().to_string();
+    let script = serde_json::json!([
+        {"tool": "Read", "input": {"file_path": app}},
+        {"tool": "Edit", "input": {"file_path": app, "old_string": "return a - b", "new_string": "return a + b"}},
+        {"text": "All done."}
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let port_file = dir.path().join("port");
+    let log = std::fs::File::create(dir.path().join("requests.log")).unwrap();
+    let stub = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/anthropic_stub.py");
+    let mut model = Command::new("python3").arg(stub).arg(dir.path().join("script.json")).arg(&port_file).stderr(log).spawn().unwrap();
+    wait_until(20, "the scripted model to listen", || port_file.exists());
+    let port = std::fs::read_to_string(&port_file).unwrap();
+    f.home_config(&format!("[wrap]\nhost_ports = [{port}]\n"));
+    // A signed-in user who trusts the project (what Claude Code's first run would ask).
+    let home = tempfile::tempdir().unwrap();
+    let key = "sk-ant-scripted-0123456789abcdefghij";
+    let state = serde_json::json!({
+        "hasCompletedOnboarding": true, "theme": "dark",
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "projects": {f.root.display().to_string(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}
+    });
+    std::fs::write(home.path().join(".claude.json"), state.to_string()).unwrap();
+    let t = Tmux::new();
+    let line = format!(
+        "cd {} && HOME={} ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY={key} DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 {}; echo EXIT=$?; sleep 600",
+        f.root.display(),
+        home.path().display(),
+        cairn_line(&f, &format!("wrap -- {} --allowedTools Read Edit", claude.display()))
+    );
+    t.cmd(&["new-session", "-d", "-s", "t", "-x", "100", "-y", "30", &line]);
+    t.wait_for("? for shortcuts");
+    t.cmd(&["send-keys", "-t", "t", "fix add", "Enter"]);
+    t.wait_for("All done.");
+    t.cmd(&["resize-window", "-t", "t", "-x", "80", "-y", "24"]);
+    wait_until(30, "a redraw at 80 columns", || t.pane().lines().any(|l| l.starts_with('─') && l.chars().count() == 80));
+    t.cmd(&["send-keys", "-t", "t", "C-c"]);
+    t.cmd(&["send-keys", "-t", "t", "C-c"]);
+    t.wait_for("EXIT=0");
+    let _ = model.kill();
+    let _ = model.wait();
+    let requests = std::fs::read_to_string(dir.path().join("requests.log")).unwrap();
+    assert!(requests.contains("fix add"), "the typed prompt never reached the model");
+    assert_eq!(f.read_str("src/app.py").unwrap(), "def add(a, b):\n    return a - b\n", "nothing landed");
+    let agents = f.cairn(&["list-agents", "--json"]).ok().json();
+    let id = agents[0]["id"].as_str().unwrap().to_string();
+    let diff = f.cairn(&["diff", &id]).ok().stdout;
+    let headers: Vec<&str> = diff.lines().filter(|l| l.starts_with("diff --git")).collect();
+    assert_eq!(headers, ["diff --git a/src/app.py b/src/app.py"], "{diff}");
+    assert!(diff.contains("+    return a + b"), "{diff}");
+}
