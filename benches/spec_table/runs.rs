@@ -98,7 +98,51 @@ fn via_wrap(c: &Ctx, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
         ids.push(err.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("agent id").to_string());
         t
     });
-    done(rows, Row::new("wrap", "`cairn wrap -- true` (process start to exit: a session, its boundary, reviewing)", v, "< 100 ms"));
+    done(rows, Row::new("wrap", "`cairn wrap -- true` (process start to exit: a session, its boundary with pty, proxy and home, reviewing)", v, "< 30 ms at 10k, < 50 ms at 100k"));
+    relay(c, rows, ids);
+}
+
+/// Output through the pty relay: `cairn wrap` on a terminal (a pty pair made here plays the
+/// user's), the agent writing 100 MiB, the bench reading them as a terminal emulator would.
+fn relay(c: &Ctx, rows: &mut Vec<Row>, ids: &mut Vec<String>) {
+    use rustix::pty::OpenptFlags;
+    const BYTES: u64 = 100 << 20;
+    let v = sample(c.runs, || {
+        let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
+        rustix::pty::grantpt(&master).expect("grantpt");
+        rustix::pty::unlockpt(&master).expect("unlockpt");
+        let slave = rustix::pty::ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("slave");
+        let t = Instant::now();
+        let mut child = c
+            .cairn()
+            .args(["wrap", "--", "head", "-c", &BYTES.to_string(), "/dev/zero"])
+            .stdin(Stdio::from(slave.try_clone().expect("dup")))
+            .stdout(Stdio::from(slave.try_clone().expect("dup")))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .expect("cairn wrap");
+        let mut got = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut banner = Vec::new();
+        while got < BYTES {
+            match rustix::io::read(&master, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    got += buf[..n].iter().filter(|b| **b == 0).count() as u64;
+                    banner.extend(buf[..n].iter().filter(|b| **b != 0));
+                }
+            }
+        }
+        let elapsed = t.elapsed();
+        // The rest (the closing banner) until cairn wrap ends.
+        std::thread::spawn(move || while matches!(rustix::io::read(&master, &mut buf), Ok(n) if n > 0) {});
+        child.wait().expect("wait");
+        assert_eq!(got, BYTES, "the relay lost output");
+        let text = String::from_utf8_lossy(&banner).into_owned();
+        ids.push(text.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("agent id").to_string());
+        elapsed
+    });
+    done(rows, Row::new("wrap_relay", "100 MiB of output through `cairn wrap`'s pty relay (start to last byte)", v, "< 2 s (>= 50 MB/s)"));
 }
 
 /// `cairn queue` with `cairn up` serving: wall clock from starting `cairn queue` to the

@@ -30,12 +30,17 @@ pub struct Serving {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     denied: Arc<Mutex<Vec<String>>>,
+    /// The listeners, shut down to wake their accept loops at once.
+    listeners: Vec<std::net::TcpListener>,
 }
 
 impl Serving {
     /// Stops accepting; returns the `host:port`s refused during the session.
     pub fn stop(self) -> Vec<String> {
         self.stop.store(true, Ordering::SeqCst);
+        for l in &self.listeners {
+            let _ = rustix::net::shutdown(l, rustix::net::Shutdown::Both);
+        }
         for t in self.threads {
             let _ = t.join();
         }
@@ -50,6 +55,7 @@ pub fn serve(handed: Vec<Handed>, policy: Policy) -> Serving {
     let stop = Arc::new(AtomicBool::new(false));
     let denied = Arc::new(Mutex::new(Vec::new()));
     let policy = Arc::new(policy);
+    let listeners = handed.iter().filter_map(|h| h.listener.try_clone().ok()).collect();
     let threads = handed
         .into_iter()
         .map(|h| {
@@ -57,7 +63,7 @@ pub fn serve(handed: Vec<Handed>, policy: Policy) -> Serving {
             std::thread::spawn(move || accept_loop(h, &stop, &denied, &policy))
         })
         .collect();
-    Serving { stop, threads, denied }
+    Serving { stop, threads, denied, listeners }
 }
 
 fn accept_loop(h: Handed, stop: &AtomicBool, denied: &Arc<Mutex<Vec<String>>>, policy: &Arc<Policy>) {
@@ -69,6 +75,9 @@ fn accept_loop(h: Handed, stop: &AtomicBool, denied: &Arc<Mutex<Vec<String>>>, p
         let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 200_000_000 };
         if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
             continue;
+        }
+        if stop.load(Ordering::SeqCst) {
+            break;
         }
         let Ok((conn, _)) = h.listener.accept() else { continue };
         let _ = conn.set_nonblocking(false);

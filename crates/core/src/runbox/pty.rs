@@ -35,6 +35,8 @@ pub enum Terminal {
 /// The relay's threads and what to restore.
 pub struct Relay {
     stop: Arc<AtomicBool>,
+    /// Written to wake the keys' thread at once when the session ends.
+    wake: Option<OwnedFd>,
     threads: Vec<std::thread::JoinHandle<()>>,
     saved: Option<rustix::termios::Termios>,
     /// The user's terminal, to restore.
@@ -91,13 +93,15 @@ impl Terminal {
                     let _ = rustix::termios::tcsetattr(&user.stdin, rustix::termios::OptionalActions::Now, &raw);
                 }
                 let tty = user.stdin.try_clone().ok();
-                if let (Ok(keys), Ok(stdin)) = (master.try_clone(), user.stdin.try_clone()) {
+                let mut wake = None;
+                if let (Ok(keys), Ok(stdin), Ok((wake_r, wake_w))) = (master.try_clone(), user.stdin.try_clone(), rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)) {
                     let s = Arc::clone(&stop);
-                    threads.push(std::thread::spawn(move || keys_in(stdin, keys, &s)));
+                    wake = Some(wake_w);
+                    threads.push(std::thread::spawn(move || keys_in(stdin, keys, wake_r, &s)));
                 }
                 let Streams { stdin, stdout, .. } = user;
                 threads.push(std::thread::spawn(move || output_out(master, stdin, stdout)));
-                return Relay { stop, threads, saved, tty };
+                return Relay { stop, wake, threads, saved, tty };
             }
             Terminal::Pipes { out, err, user } => {
                 for (pipe, to) in [(out, &user.stdout), (err, &user.stderr)] {
@@ -108,7 +112,7 @@ impl Terminal {
                 }
             }
         }
-        Relay { stop, threads, saved, tty: None }
+        Relay { stop, wake: None, threads, saved, tty: None }
     }
 }
 
@@ -117,6 +121,9 @@ impl Relay {
     /// as it was.
     pub fn finish(mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.wake.take() {
+            let _ = rustix::io::write(&w, b"x");
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -139,11 +146,15 @@ fn readable(fd: impl AsFd, ms: i64) -> bool {
     matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
 }
 
-fn keys_in(stdin: OwnedFd, master: OwnedFd, stop: &AtomicBool) {
+fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
     let mut master = std::fs::File::from(master);
     let mut buf = [0u8; 16 * 1024];
     while !stop.load(Ordering::SeqCst) {
-        if !readable(&stdin, 100) {
+        let mut fds = [rustix::event::PollFd::new(&stdin, rustix::event::PollFlags::IN), rustix::event::PollFd::new(&wake, rustix::event::PollFlags::IN)];
+        if rustix::event::poll(&mut fds, None).is_err() || !fds[1].revents().is_empty() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
             continue;
         }
         match rustix::io::read(&stdin, &mut buf) {
