@@ -102,6 +102,8 @@ fn gemini_cli_under_cairn_wrap_proposes_exactly_its_edits() {
     assert!(std::fs::read_to_string(home.path().join(".gemini/settings.json")).unwrap().contains("gemini-api-key"), "the real home is unchanged");
 }
 
+/// In Codex's own `workspace-write` sandbox (its bundled bubblewrap, nested in wrap's
+/// namespaces), as root too: the agent CLI's sandbox keeps working inside.
 #[test]
 fn codex_cli_under_cairn_wrap_proposes_exactly_its_edits() {
     let f = project("0");
@@ -115,7 +117,7 @@ fn codex_cli_under_cairn_wrap_proposes_exactly_its_edits() {
     let codex_home = home.path().join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     let config = format!(
-        "model = \"scripted\"\nmodel_provider = \"stub\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n\
+        "model = \"scripted\"\nmodel_provider = \"stub\"\napproval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\n\n\
          [model_providers.stub]\nname = \"stub\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"CODEX_STUB_API_KEY\"\n",
         model.port
     );

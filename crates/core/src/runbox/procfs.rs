@@ -3,9 +3,9 @@
 //! - `/dev`: `null`, `zero`, `full`, `random`, `urandom` from the host (each checked to be
 //!   the device it names, so a planted file cannot stand in), a private `devpts` (no host
 //!   terminal is there: `TIOCSTI` has nothing to type into), `/dev/shm` on the view's
-//!   tmpfs, the usual links. `/dev/tty` only where the command has a terminal of its own (a
-//!   wrap session on its pty: the node opens the caller's controlling terminal, which is
-//!   that pty); never the host's `/dev/pts`.
+//!   tmpfs, the usual links. `/dev/tty` only for wrap sessions (the node opens the caller's
+//!   controlling terminal, which there is the session's own pty or none); never the host's
+//!   `/dev/pts`.
 //! - `/proc`: the run's own pid namespace. `/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`,
 //!   `/proc/bus` and `/proc/fs` read-only; `/proc/kcore`, `/proc/keys`, `/proc/timer_list` and
 //!   the other files that show the host's kernel state covered by `/dev/null`; `/proc/acpi`,

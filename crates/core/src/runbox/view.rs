@@ -70,7 +70,10 @@ pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<Built, String> {
     for p in spec.hidden_files.iter().filter(|p| under(&root, p).is_file()) {
         mount("/dev/null", &under(&root, p), "", libc::MS_BIND, None)?;
     }
-    super::procfs::dev(&root.join("dev"), spec.wrap.as_ref().is_some_and(|w| w.pty))?;
+    // A wrapped agent's own sandbox (bubblewrap in Codex) binds `/dev/tty` into its view: the
+    // node is there for wrap sessions (it opens the caller's controlling terminal: the
+    // session's own pty, or nothing); runs have none.
+    super::procfs::dev(&root.join("dev"), spec.wrap.is_some())?;
     if spec.wrap.is_none() {
         super::procfs::ipc_limits(spec.max_memory_mb);
     }
