@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn agent_bin(name: &str) -> PathBuf {
+pub fn agent_bin(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/node_modules/.bin").join(name);
     assert!(p.exists(), "{name} is missing: run `bash scripts/test.sh` (it installs .venv/agents)");
     p
@@ -30,10 +30,11 @@ fn steps(prefix: &str) -> Value {
     ])
 }
 
-struct Stub {
+/// A scripted model (`tests/agents/*_stub.py`) serving on 127.0.0.1 until dropped.
+pub struct Stub {
     child: std::process::Child,
-    port: String,
-    log: PathBuf,
+    pub port: String,
+    pub log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -45,6 +46,11 @@ impl Drop for Stub {
 }
 
 fn stub(file: &str, script: &Value) -> Stub {
+    stub_for(file, script, "cairn")
+}
+
+/// A scripted model whose steps prefer the tools of MCP server `server` (`none`: the CLI's own).
+pub fn stub_for(file: &str, script: &Value, server: &str) -> Stub {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
     let (port_file, log) = (dir.path().join("port"), dir.path().join("requests.log"));
@@ -52,7 +58,7 @@ fn stub(file: &str, script: &Value) -> Stub {
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents").join(file))
         .arg(dir.path().join("script.json"))
         .arg(&port_file)
-        .arg("cairn")
+        .arg(server)
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();

@@ -3,45 +3,13 @@
 //! through `[wrap] host_ports`: each proposal is exactly the CLI's edits, nothing lands, and
 //! the real home is unchanged. (Claude Code's: `tests/it/wrap.rs`.)
 
+use crate::agents_mcp::{agent_bin, stub_for, Stub};
 use crate::support::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn agent_bin(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/node_modules/.bin").join(name);
-    assert!(p.exists(), "{name} is missing: run `bash scripts/test.sh` (it installs .venv/agents)");
-    p
-}
-
-struct Stub {
-    child: std::process::Child,
-    port: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Stub {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::Stdio;
 
 fn stub(file: &str, script: &Value) -> Stub {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
-    let (port_file, log) = (dir.path().join("port"), dir.path().join("requests.log"));
-    let child = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents").join(file))
-        .arg(dir.path().join("script.json"))
-        .arg(&port_file)
-        .arg("none")
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    wait_until(20, "the scripted model to listen", || port_file.exists());
-    Stub { child, port: std::fs::read_to_string(&port_file).unwrap(), log, _dir: dir }
+    stub_for(file, script, "none")
 }
 
 fn project(port: &str) -> Fixture {

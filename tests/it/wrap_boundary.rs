@@ -187,3 +187,66 @@ fn a_hostile_agent_under_wrap_reaches_nothing_as_an_ordinary_user() {
     assert!(base(&["init"]).output().unwrap().status.success());
     probe(&f, &s, "proxy", base);
 }
+
+/// The CLI's state is its own layer: kept across sessions, shown against the real home,
+/// applied to it only when asked (then dropped), or dropped.
+#[test]
+fn agent_state_is_copy_on_write_kept_shown_applied_and_reset() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude/settings.json"), "{\"real\": true}\n").unwrap();
+    let wrap = |script: &str| {
+        let out = f.cmd().args(["wrap", "--", "sh", "-c", script]).env("HOME", home.path()).stdin(Stdio::null()).output().unwrap();
+        let r = Run::from(out);
+        assert_eq!(r.code, 0, "{r:?}");
+        r.stdout
+    };
+    wrap("echo '{\"planted\": 1}' > ~/.claude/settings.json; echo '{\"login\": 1}' > ~/.claude.json; echo scratch > ~/.profile");
+    assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(), "{\"real\": true}\n", "the real home changed");
+    assert!(!home.path().join(".claude.json").exists() && !home.path().join(".profile").exists());
+    // The next session of the same CLI sees its own state; scratch elsewhere is gone.
+    let seen = wrap("cat ~/.claude/settings.json ~/.claude.json; cat ~/.profile 2>/dev/null || echo no-profile");
+    assert_eq!(seen, "{\"planted\": 1}\n{\"login\": 1}\nno-profile\n");
+    let cairn = |args: &[&str]| Run::from(f.cmd().args(args).env("HOME", home.path()).output().unwrap());
+    let diff = cairn(&["wrap", "state", "diff", "sh"]);
+    assert!(diff.stdout.contains("M ~/.claude/settings.json") && diff.stdout.contains("A ~/.claude.json") && diff.stdout.contains("+{\"planted\": 1}"), "{diff:?}");
+    assert!(cairn(&["wrap", "state", "list"]).stdout.contains("sh"));
+    let applied = cairn(&["wrap", "state", "apply", "sh"]);
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(), "{\"planted\": 1}\n");
+    assert_eq!(std::fs::read_to_string(home.path().join(".claude.json")).unwrap(), "{\"login\": 1}\n");
+    assert!(!cairn(&["wrap", "state", "list"]).stdout.contains("sh"), "applied, the layer is dropped");
+    wrap("echo again > ~/.claude/settings.json");
+    assert_eq!(cairn(&["wrap", "state", "reset", "sh"]).code, 0);
+    assert_eq!(wrap("cat ~/.claude/settings.json"), "{\"planted\": 1}\n", "reset: the real home shows again");
+    assert_ne!(cairn(&["wrap", "state", "diff", "nosuch"]).code, 0);
+}
+
+/// A relative `--cairn-home` works (the confined side starts in `/`).
+#[test]
+fn a_relative_cairn_home_works() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let out = Command::new(exe())
+        .current_dir(f.dir.path())
+        .args(["--project-root", "proj", "--cairn-home", "home", "wrap", "--", "sh", "-c", "echo b > b.txt"])
+        .env_remove("CAIRN_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let r = Run::from(out);
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = r.stderr.split("wrap session ").nth(1).and_then(|x| x.split(':').next()).unwrap().to_string();
+    assert!(f.cairn(&["diff", &id]).ok().stdout.contains("+b"));
+}
+
+/// Files agent CLIs obey on their own are flagged in review.
+#[test]
+fn agent_cli_configuration_in_a_proposal_is_flagged() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('.mcp.json', '{}')\nwrite_file('.claude/settings.json', '{}')\nwrite_file('.gemini/settings.json', '{}')\nwrite_file('.codex/config.toml', '')\n");
+    let diff = f.cairn(&["diff", &s.id]).ok().stdout;
+    for (path, why) in [(".mcp.json", "MCP servers it lists"), (".claude/settings.json", "Claude Code obeys it"), (".gemini/settings.json", "Gemini CLI obeys it"), (".codex/config.toml", "Codex CLI obeys it")] {
+        assert!(diff.contains(&format!("WARNING {path}: ")) && diff.contains(why), "{path} not flagged:\n{diff}");
+    }
+}

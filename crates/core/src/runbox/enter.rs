@@ -18,7 +18,7 @@
 
 use super::spec::{Ended, Spec};
 use super::ids::Ids;
-use super::sys::{check, dumpable, os_err};
+use super::sys::{dumpable, os_err};
 use std::io::Write as _;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
@@ -74,11 +74,7 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     super::ids::enter(&ids, flags)?;
     dumpable(false)?;
     // The pipe tells pid 1 whether this process is still there (see `pid_one`).
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
-    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
-    let (alive_r, alive_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (alive_r, alive_w) = super::sys::pipe()?;
     // SAFETY: fork in a single-threaded process.
     let pid = unsafe { libc::fork() };
     if pid < 0 {

@@ -13,15 +13,13 @@
 //! mounts (NFS, FUSE, an overlayfs root) is a missing layer, reported, never a fallback to
 //! host root.
 
-use super::sys::{check, cstr, os_err};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use super::sys::{check, os_err};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// The command's identity inside when `cairn` runs as root (`nobody`/`nogroup`).
 pub const UNPRIVILEGED: u32 = 65534;
 
-const OPEN_TREE_CLONE: libc::c_uint = 1;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
 const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 
 /// The identity of a run, decided by process 1 before it leaves the host's namespaces.
@@ -81,26 +79,11 @@ fn initial_user_namespace() -> bool {
 }
 
 /// A detached recursive clone of `path` on which host uid/gid 0 appear as 65534.
-#[allow(unsafe_code)]
 fn idmapped(path: &Path, userns: &OwnedFd) -> Result<OwnedFd, String> {
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    let p = cstr(path)?;
-    // SAFETY: open_tree returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, p.as_ptr(), OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as libc::c_uint) };
-    check(fd, "open_tree")?;
-    // SAFETY: a descriptor we own from here on.
-    let tree = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let attr = MountAttr { attr_set: MOUNT_ATTR_IDMAP, attr_clr: 0, propagation: 0, userns_fd: userns.as_raw_fd() as u64 };
-    let empty = cstr("")?;
-    // SAFETY: mount_setattr on our detached tree with a correctly sized struct.
-    let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, tree.as_raw_fd(), empty.as_ptr(), libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) };
-    check(rc, "idmapped mount")?;
+    use super::mounts::{clone_tree, mount_setattr, AT_RECURSIVE};
+    let tree = clone_tree(path, true)?;
+    let flags = libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE;
+    mount_setattr(tree.as_raw_fd(), Path::new(""), flags, MOUNT_ATTR_IDMAP, userns.as_raw_fd() as u64).map_err(|e| format!("idmapped mount: {e}"))?;
     Ok(tree)
 }
 
@@ -136,11 +119,7 @@ impl Drop for Waiting {
 
 #[allow(unsafe_code)]
 fn fork_in_new_userns() -> Result<Waiting, String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
-    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = super::sys::pipe()?;
     // SAFETY: fork in a single-threaded process; the child only makes syscalls.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -189,11 +168,7 @@ pub fn enter(ids: &Ids, flags: libc::c_int) -> Result<(), String> {
         return super::sys::map_ids(ids.uid, ids.gid);
     }
     let me = rustix::process::getpid().as_raw_nonzero().get();
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } as _, "pipe")?;
-    // SAFETY: OwnedFd takes the descriptors pipe2 just made.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = super::sys::pipe()?;
     // SAFETY: fork in a single-threaded process.
     let helper = unsafe { libc::fork() };
     if helper < 0 {

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 const OPEN_TREE_CLONE: libc::c_uint = 1;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
+pub(super) const AT_RECURSIVE: libc::c_uint = 0x8000;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
 pub(super) const RDONLY: u64 = 1;
 pub(super) const NOSUID: u64 = 2;
@@ -58,8 +58,13 @@ pub(super) fn attach(tree: &OwnedFd, target: &Path) -> Result<(), String> {
 
 /// Adds `attrs` (RDONLY, NOSUID, ...) to the mount at `path` (`recursive`: and every mount
 /// below it). Attributes can be added to a locked mount, never taken away.
-#[allow(unsafe_code)]
 pub(super) fn set_attrs(path: &Path, attrs: u64, recursive: bool) -> Result<(), String> {
+    mount_setattr(libc::AT_FDCWD, path, if recursive { AT_RECURSIVE } else { 0 }, attrs, 0).map_err(|e| format!("mount attributes of {}: {e}", path.display()))
+}
+
+/// `mount_setattr(2)`: `attrs` set on `dirfd`/`path` (`userns_fd` for `MOUNT_ATTR_IDMAP`).
+#[allow(unsafe_code)]
+pub(super) fn mount_setattr(dirfd: i32, path: &Path, flags: libc::c_uint, attrs: u64, userns_fd: u64) -> Result<(), String> {
     #[repr(C)]
     struct MountAttr {
         attr_set: u64,
@@ -67,12 +72,11 @@ pub(super) fn set_attrs(path: &Path, attrs: u64, recursive: bool) -> Result<(), 
         propagation: u64,
         userns_fd: u64,
     }
-    let attr = MountAttr { attr_set: attrs, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let attr = MountAttr { attr_set: attrs, attr_clr: 0, propagation: 0, userns_fd };
     let p = cstr(path)?;
-    let flags = if recursive { AT_RECURSIVE } else { 0 };
     // SAFETY: mount_setattr with a correctly sized attribute struct.
-    let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, p.as_ptr(), flags, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) };
-    check(rc, &format!("mount attributes of {}", path.display()))
+    let rc = unsafe { libc::syscall(libc::SYS_mount_setattr, dirfd, p.as_ptr(), flags, &attr as *const MountAttr, std::mem::size_of::<MountAttr>()) };
+    check(rc, "mount_setattr")
 }
 
 /// A read-only bind of `src` (a directory or a file) at `target` (made if missing).

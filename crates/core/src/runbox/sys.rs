@@ -71,3 +71,8 @@ pub(super) fn hostname() {
     // SAFETY: sethostname with a buffer of the length passed, in our own uts namespace.
     unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) };
 }
+
+/// A close-on-exec pipe: (read end, write end).
+pub(super) fn pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), String> {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))
+}
