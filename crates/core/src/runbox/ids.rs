@@ -45,7 +45,9 @@ impl Ids {
 }
 
 /// Before `unshare`: as root, no supplementary groups, and idmapped clones of `paths` (those
-/// that exist). `Err` names the missing layer.
+/// that exist). The first (the project, which the command writes) must be idmapped: `Err`
+/// names the missing layer. The others fall back to a plain bind where their file system
+/// cannot be idmapped: the command then reads them by their permission bits, as `nobody`.
 #[allow(unsafe_code)]
 pub fn prepare(paths: &[PathBuf]) -> Result<Ids, String> {
     let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
@@ -57,12 +59,15 @@ pub fn prepare(paths: &[PathBuf]) -> Result<Ids, String> {
     // SAFETY: setgroups with an empty list, in this single-threaded process.
     check(unsafe { libc::setgroups(0, std::ptr::null()) } as _, "drop supplementary groups")?;
     let userns = idmap_userns()?;
-    for p in paths {
+    for (i, p) in paths.iter().enumerate() {
         if ids.tree(p).is_some() || std::fs::symlink_metadata(p).is_err() {
             continue;
         }
-        let tree = idmapped(p, &userns).map_err(|e| format!("as root, commands run as uid {UNPRIVILEGED} and see root's files through idmapped mounts, which {} does not allow: {e}", p.display()))?;
-        ids.trees.push((p.clone(), tree));
+        match idmapped(p, &userns) {
+            Ok(tree) => ids.trees.push((p.clone(), tree)),
+            Err(e) if i == 0 => return Err(format!("as root, commands run as uid {UNPRIVILEGED} and see root's files through idmapped mounts, which {} does not allow: {e}", p.display())),
+            Err(_) => {}
+        }
     }
     Ok(ids)
 }
