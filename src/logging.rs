@@ -10,7 +10,10 @@ pub fn init(home: &Path, verbose: bool) {
     if std::fs::create_dir_all(&dir).is_err() {
         return;
     }
-    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("cairn.log")) else { return };
+    // Only the user reads the log (hosts a proxy refused, commands, paths).
+    let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let Ok(file) = std::os::unix::fs::OpenOptionsExt::mode(std::fs::OpenOptions::new().create(true).append(true), 0o600).open(dir.join("cairn.log")) else { return };
+    let _ = file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
     let default = if verbose { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(Mutex::new(Quiet(file))).try_init();

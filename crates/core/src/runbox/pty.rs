@@ -172,6 +172,8 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd) {
     let mut size = rustix::termios::tcgetwinsize(&tty).ok();
     let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
+    let mut filter = Osc52::default();
+    let mut clean = Vec::with_capacity(buf.len());
     loop {
         let ready = readable(&master, 100);
         let now = rustix::termios::tcgetwinsize(&tty).ok();
@@ -186,10 +188,81 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd) {
         match rustix::io::read(&master, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if out.write_all(&buf[..n]).is_err() {
+                clean.clear();
+                filter.pass(&buf[..n], &mut clean);
+                if out.write_all(&clean).is_err() {
                     break;
                 }
             }
+        }
+    }
+}
+
+/// Drops OSC 52 (`ESC ] 52 ; ... BEL` or `... ESC \`), a program's way to set the user's
+/// clipboard through the terminal, from the agent's output; everything else passes as is
+/// (colours, cursor movement, titles are the agent's own terminal's business). Sequences may
+/// span reads.
+#[derive(Default)]
+pub struct Osc52 {
+    /// Bytes of a possible start (`ESC ] 5 2 ;`) seen so far.
+    pending: Vec<u8>,
+    /// Inside a dropped sequence; the last byte was ESC (a `\` ends it).
+    dropping: bool,
+    esc: bool,
+}
+
+impl Osc52 {
+    const START: &'static [u8] = b"\x1b]52;";
+
+    pub fn pass(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &b in input {
+            if self.dropping {
+                if b == 0x07 || (self.esc && b == b'\\') {
+                    self.dropping = false;
+                }
+                self.esc = b == 0x1b;
+                continue;
+            }
+            if !self.pending.is_empty() || b == 0x1b {
+                self.pending.push(b);
+                if Self::START.starts_with(&self.pending) {
+                    if self.pending.len() == Self::START.len() {
+                        self.pending.clear();
+                        self.dropping = true;
+                        self.esc = false;
+                    }
+                    continue;
+                }
+                let held = std::mem::take(&mut self.pending);
+                // The last byte may begin a sequence of its own.
+                let (keep, last) = held.split_at(held.len() - 1);
+                out.extend_from_slice(keep);
+                if last[0] == 0x1b {
+                    self.pending.push(0x1b);
+                } else {
+                    out.push(last[0]);
+                }
+                continue;
+            }
+            out.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Osc52;
+
+    #[test]
+    fn clipboard_writes_are_dropped_in_any_split_and_the_rest_passes() {
+        let input = b"a\x1b[31mred\x1b]0;title\x07\x1b]52;c;SU5KRUNU\x07b\x1b]52;p;eA==\x1b\\c\x1b\x1b]52;c;x\x07d";
+        let want = b"a\x1b[31mred\x1b]0;title\x07bc\x1bd".to_vec();
+        for split in 1..input.len() {
+            let (mut f, mut out) = (Osc52::default(), Vec::new());
+            for chunk in input.chunks(split) {
+                f.pass(chunk, &mut out);
+            }
+            assert_eq!(out, want, "split every {split}");
         }
     }
 }
