@@ -57,9 +57,9 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     }
     let mut trees = vec![spec.root.clone(), spec.stage()];
     trees.extend(spec.read_paths.iter().cloned());
+    // The home whole: its state directories are reached inside that clone.
     if let Some(h) = spec.wrap.as_ref().and_then(|w| w.home.as_ref()) {
         trees.push(h.real.clone());
-        trees.extend(h.state_dirs.iter().map(|d| h.real.join(d)));
     }
     let ids = super::ids::prepare(&trees)?;
     // Before anything forks: every process of the run is in the run's cgroup.

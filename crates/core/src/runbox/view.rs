@@ -214,15 +214,8 @@ fn home(plan: &super::home::Plan, ids: &Ids, boxed: &Path, at: &Path, (uid, gid)
     for (i, d) in plan.state_dirs.iter().enumerate() {
         let target = at.join(d);
         make_dirs(&target)?;
-        let lower = match (ids.tree(&plan.real.join(d)), plan.real.join(d).is_dir()) {
-            (Some(tree), _) => {
-                let l = dir(&format!("state-{i}"))?;
-                attach(tree, &l)?;
-                l
-            }
-            (None, true) => plan.real.join(d),
-            (None, false) => dir(&format!("state-{i}"))?,
-        };
+        // Inside the home as mounted below the mask (idmapped as root), or an empty directory.
+        let lower = if real.join(d).is_dir() { real.join(d) } else { dir(&format!("state-{i}"))? };
         let keep = super::home::entry_dir(&plan.layer, "dirs", d);
         let (u, w) = (keep.join("upper"), keep.join("work"));
         make_dirs(&u)?;
