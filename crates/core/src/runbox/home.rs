@@ -36,7 +36,17 @@ pub struct Plan {
 
 /// The layer's directory for state entry `rel` (`/` escaped, so that entries never nest).
 pub fn entry_dir(layer: &Path, kind: &str, rel: &str) -> PathBuf {
-    layer.join(kind).join(rel.replace('%', "%25").replace('/', "%2F"))
+    layer.join(kind).join(entry_name(rel))
+}
+
+/// A state entry's name in the layer: its path with `/` escaped ([`entry_path`] undoes it).
+pub fn entry_name(rel: &str) -> String {
+    rel.replace('%', "%25").replace('/', "%2F")
+}
+
+/// The path a layer entry's name stands for.
+pub fn entry_path(name: &str) -> String {
+    name.replace("%2F", "/").replace("%25", "%")
 }
 
 /// Does `name` match a pattern (a trailing `*` matches names with that prefix)?
@@ -124,7 +134,7 @@ pub(super) fn save_state_files(plan: &Plan, upper: &Path, layer_files: &Path) {
         if !meta.is_file() || meta.len() > 16 << 20 {
             continue;
         }
-        let to = layer_files.join(rel.replace('%', "%25").replace('/', "%2F"));
+        let to = layer_files.join(entry_name(rel));
         let tmp = to.with_extension("cairn-tmp");
         if std::fs::copy(&from, &tmp).is_ok() {
             let _ = std::fs::rename(&tmp, &to);

@@ -31,7 +31,7 @@ mod view;
 pub mod wrap;
 
 pub use capture::{scan, Limits, Written};
-pub use home::{entry_dir, plan as home_plan, Plan as HomePlan};
+pub use home::{entry_path, plan as home_plan, Plan as HomePlan};
 pub use report::probe;
 use crate::error::{Error, Result};
 use crate::project::Project;

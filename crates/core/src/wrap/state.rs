@@ -33,20 +33,15 @@ fn layer(project: &Project, name: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Decodes a layer entry's name back to the path it stands for.
-fn unescape(name: &str) -> String {
-    name.replace("%2F", "/").replace("%25", "%")
-}
-
 /// Every entry of the layer: (path relative to the home, the layer's file, or `None` for a
 /// deletion).
 fn entries(dir: &Path) -> Vec<(String, Option<PathBuf>)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir.join("files")).into_iter().flatten().flatten() {
-        out.push((unescape(&e.file_name().to_string_lossy()), Some(e.path())));
+        out.push((crate::runbox::entry_path(&e.file_name().to_string_lossy()), Some(e.path())));
     }
     for e in std::fs::read_dir(dir.join("dirs")).into_iter().flatten().flatten() {
-        walk(&e.path().join("upper"), &unescape(&e.file_name().to_string_lossy()), &mut out);
+        walk(&e.path().join("upper"), &crate::runbox::entry_path(&e.file_name().to_string_lossy()), &mut out);
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
