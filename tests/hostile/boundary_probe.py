@@ -117,6 +117,19 @@ only_filtered("open_by_handle_at", NR["open_by_handle_at"], -100, 0, 0)
 only_filtered("mount", NR["mount"], 0, 0, 0, 0, 0)
 only_filtered("unshare", NR["unshare"], 0x10000000)  # CLONE_NEWUSER
 only_filtered("fsopen", NR["fsopen"], 0, 0)
+# `unshare` by another name: clone with namespace flags (SIGCHLD as the exit signal), and clone3.
+for name, flags in [("clone-newuser", 0x10000000), ("clone-newnet", 0x40000000), ("clone-newns", 0x20000)]:
+    r, e = sys_call(56, flags | 17, 0, 0, 0, 0)
+    if r == 0:
+        os._exit(0)
+    if r > 0:
+        os.waitpid(r, 0)
+        leak(name)
+    elif e != errno.EPERM:
+        leak(f"{name} errno={e}")
+r, e = sys_call(435, 0, 0)  # clone3 (NULL args): ENOSYS when refused whole
+if e != errno.ENOSYS:
+    leak(f"clone3 r={r} errno={e}")
 only_filtered("syslog", NR["syslog"], 3, 0, 0)  # SYSLOG_ACTION_READ_ALL
 # x32 numbers (bit 30) and the i386 entry are not the native table: both refused.
 r, e = sys_call(0x40000000 | 39)  # x32 getpid

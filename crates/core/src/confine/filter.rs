@@ -75,8 +75,8 @@ pub fn install(table: Table) -> Result<(), String> {
     match table {
         // The allow-list already refuses every number it does not name, x32's included.
         Table::Child => seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string()),
-        Table::Commands(_) => {
-            for p in prelude() {
+        Table::Commands(c) => {
+            for p in prelude(c) {
                 seccompiler::apply_filter(&p).map_err(|e| e.to_string())?;
             }
             seccompiler::apply_filter(&program).map_err(|e| e.to_string())
@@ -196,6 +196,13 @@ pub const MOUNTS: &[(&str, i64)] = &[
 /// anonymous files and System V segments.
 pub const MEMFD: &[(&str, i64)] = &[("memfd_create", libc::SYS_memfd_create), ("memfd_secret", 447), ("shmget", libc::SYS_shmget)];
 
+/// The `CLONE_NEW*` flags `clone` takes (`CLONE_NEWTIME` shares its bit with the exit signal
+/// there; `clone3`, which could take it, is refused whole: see [`prelude`]).
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64, libc::CLONE_NEWUSER as u64, libc::CLONE_NEWPID as u64, libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64, libc::CLONE_NEWUTS as u64, libc::CLONE_NEWCGROUP as u64,
+];
+
 fn command_rules(c: Commands) -> Result<Rules, String> {
     use seccompiler::{SeccompCmpArgLen as Len, SeccompCmpOp as Op};
     let mut rules = Rules::new();
@@ -206,21 +213,38 @@ fn command_rules(c: Commands) -> Result<Rules, String> {
     // make a different number of the same request (CVE-2019-10063).
     let low = |v| rule(1, Len::Dword, Op::MaskedEq(0xffff_ffff), v);
     rules.insert(libc::SYS_ioctl, vec![low(TIOCSTI)?, low(TIOCLINUX)?]);
+    if !c.mounts {
+        // `clone` with any namespace flag is `unshare` by another name: one rule per bit.
+        let bit = |b: u64| rule(0, Len::Qword, Op::MaskedEq(b), b);
+        rules.insert(libc::SYS_clone, NAMESPACE_FLAGS.iter().map(|b| bit(*b)).collect::<Result<_, _>>()?);
+    }
     rules.insert(libc::SYS_socket, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?, rule(0, Len::Dword, Op::Eq, AF_KEY)?]);
     rules.insert(libc::SYS_socketpair, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?]);
     Ok(rules)
 }
 
-/// x32 numbers answered `ENOSYS` (x86_64 only; see the module docs).
-fn prelude() -> Vec<seccompiler::BpfProgram> {
+/// x32 numbers answered `ENOSYS` (x86_64 only; see the module docs); and for runs, `clone3`
+/// answered `ENOSYS` too: its flags (namespaces) are in memory, which seccomp cannot read, and
+/// `ENOSYS` sends glibc and the runtimes back to `clone`, whose flags the table checks.
+fn prelude(c: Commands) -> Vec<seccompiler::BpfProgram> {
+    let mut out = Vec::new();
     #[cfg(target_arch = "x86_64")]
-    {
-        vec![x32_prelude()]
+    out.push(x32_prelude());
+    if !c.mounts {
+        out.push(enosys(libc::SYS_clone3 as u32));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        Vec::new()
-    }
+    out
+}
+
+/// A filter answering syscall `nr` (native arch) with `ENOSYS` and allowing the rest.
+fn enosys(nr: u32) -> seccompiler::BpfProgram {
+    use seccompiler::sock_filter as I;
+    vec![
+        I { code: 0x20, jt: 0, jf: 0, k: 0 },
+        I { code: 0x15, jt: 0, jf: 1, k: nr },
+        I { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | libc::ENOSYS as u32 },
+        I { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 },
+    ]
 }
 
 #[cfg(target_arch = "x86_64")]
