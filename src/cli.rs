@@ -98,15 +98,9 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Show an agent's proposal as a unified diff.
-    Diff {
-        /// Agent id (any unique prefix).
-        id: String,
-        #[arg(long)]
-        stat: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Show an agent's proposal as a unified diff (`--since-review`: what changed since you
+    /// last reviewed it).
+    Diff { id: String, #[arg(long)] stat: bool, #[arg(long)] since_review: bool, #[arg(long)] json: bool },
     /// Apply a reviewing agent's changes to the project.
     Accept {
         /// Agent id (any unique prefix).
@@ -115,11 +109,9 @@ pub enum Cmd {
         #[arg(long)]
         force: bool,
     },
-    /// Discard an agent's proposal (reviewing), cancel it (queued) or discard it (errored).
-    Reject {
-        /// Agent id (any unique prefix).
-        id: String,
-    },
+    /// Discard an agent's proposal (reviewing), cancel it (queued) or discard it (errored);
+    /// `--reason` is sent to the agent by `cairn revise`.
+    Reject { id: String, #[arg(long)] reason: Option<String> },
     /// Restore what accepting an agent changed.
     Undo {
         /// Agent id (any unique prefix).
@@ -160,8 +152,9 @@ pub enum Cmd {
         /// (a loopback only) or `host` (the host's: an explicit opt-in). Default: `[wrap] network`.
         #[arg(long)]
         network: Option<String>,
-        /// The command and its arguments.
-        #[arg(last = true, required = true)]
+        /// The command and its arguments (with --agent: default, the session's own, with the
+        /// feedback `cairn revise` sent appended to its last argument).
+        #[arg(last = true)]
         cmd: Vec<String>,
     },
     /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
@@ -200,7 +193,9 @@ pub enum Cmd {
         force: bool,
     },
     /// Drop one hunk from the proposal; the project is not touched.
-    RejectHunk { id: String, path: String, number: usize },
+    RejectHunk { id: String, path: String, number: usize, #[arg(long)] reason: Option<String> },
+    #[command(flatten)]
+    Review(crate::review_cli::ReviewCmd),
     /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
     Preview {
         /// Agent id (any unique prefix).
@@ -327,9 +322,10 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
         Cmd::Status { id: Some(id), json } => (Command::Status { id }, json),
         Cmd::Status { id: None, json } => return crate::render::overview(&command::overview(&opened(root, home)?)?, json),
-        Cmd::Diff { id, stat, json } => (Command::Diff { id, stat }, json),
+        Cmd::Diff { id, stat, since_review, json } => (Command::Diff { id, stat, since_review }, json),
+        Cmd::Review(cmd) => crate::review_cli::command(cmd)?,
         Cmd::Accept { id, force } => (Command::Accept { id, force }, false),
-        Cmd::Reject { id } => (Command::Reject { id }, false),
+        Cmd::Reject { id, reason } => (Command::Reject { id, reason }, false),
         Cmd::Undo { id } => (Command::Undo { id }, false),
         Cmd::Preview { id, tmux } => {
             let project = open_project(root, home, false)?;
@@ -350,10 +346,10 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let hunk = numbered_hunk(&project, &id, &path, number)?;
             (Command::AcceptHunk { id, path, hunk, force }, false)
         }
-        Cmd::RejectHunk { id, path, number } => {
+        Cmd::RejectHunk { id, path, number, reason } => {
             let project = open_project(root, home, false)?;
             let hunk = numbered_hunk(&project, &id, &path, number)?;
-            (Command::RejectHunk { id, path, hunk }, false)
+            (Command::RejectHunk { id, path, hunk, reason }, false)
         }
     };
     let is_init = cmd == Command::Init;

@@ -28,6 +28,7 @@ pub mod logging;
 pub mod mcp;
 mod open;
 mod render;
+pub mod review_cli;
 pub mod signals;
 pub mod tmux;
 pub mod wrap;

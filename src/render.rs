@@ -116,6 +116,9 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             }
             return i32::from(hits.is_empty());
         }
+        Output::Revised(r) => outln!("{}: revision {} started ({} piece(s) of feedback; {}), agent {}", r.id, r.revision, r.sent, delivery(r.delivery, &r.id), r.state),
+        Output::Commented { id } => outln!("noted for {id}: `cairn revise {id}` sends it"),
+        Output::Log(l) => log(l),
         Output::Hunk(r) => {
             if r.finished_interrupted {
                 errln!("cairn: finished the hunk accept a crash had interrupted (in {}); the hunk asked for now was not applied: list the hunks again (`cairn hunks {}`)", esc(&r.path), r.id);
@@ -126,9 +129,41 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
     0
 }
 
+/// How feedback reaches the agent, in words.
+fn delivery(how: &str, id: &str) -> String {
+    match how {
+        "terminal" => "typed into its terminal".into(),
+        "review_wait" => "its MCP client gets it from review_wait".into(),
+        "prompt" => "re-queued with it in its prompt".into(),
+        _ => format!("run `cairn wrap --agent {id}` to re-run its command with it"),
+    }
+}
+
+fn log(l: &cairn_core::review::revise::LogReport) {
+    outln!("agent {}  {}  revision {}", l.id, l.state, l.revision);
+    let mut revisions: Vec<(u32, String)> = vec![(1, "first proposal".into())];
+    revisions.extend(l.revisions.iter().map(|r| (r.revision, format!("{}  {}", cairn_core::time::rfc3339(r.ts_ms), esc(&r.why)))));
+    for (n, why) in revisions {
+        outln!("revision {n}: {why}");
+        for f in l.feedback.iter().filter(|f| f.revision == n) {
+            let at = match (&f.path, f.lines) {
+                (Some(p), Some((a, b))) if a == b => format!(" {}:{a}", esc(p)),
+                (Some(p), Some((a, b))) => format!(" {}:{a}-{b}", esc(p)),
+                _ => String::new(),
+            };
+            let state = match (&f.delivered_via, f.sent_in) {
+                (Some(via), _) => format!("delivered ({via})"),
+                (None, Some(_)) => "sent, not delivered yet".into(),
+                (None, None) => "not sent yet".into(),
+            };
+            outln!("  {:?}{at}: {}  [{state}]", f.kind, esc(&f.text));
+        }
+    }
+}
+
 fn status(s: &Status) {
     outln!("agent     {}", s.id);
-    outln!("state     {}", s.state);
+    outln!("state     {}{}  revision {}", s.state, if s.in_progress { " (in progress)" } else { "" }, s.revision);
     outln!("task      {}", esc(s.task.lines().next().unwrap_or("")));
     outln!("provider  {}  priority {}", s.provider, s.priority);
     outln!("created   {}  changed {}", s.created_at, s.state_changed_at);

@@ -21,6 +21,8 @@ struct Body {
     priority: Option<String>,
     provider: Option<String>,
     project_root: Option<String>,
+    /// A reject's reason, for the agent's next revision.
+    reason: Option<String>,
 }
 
 /// The result of one signal file.
@@ -144,7 +146,7 @@ fn parse_keyed(project: &Project, name: &str, bytes: &[u8], key: Option<String>)
         }
         "spawn" => Command::Queue { reference: reference()?, provider, priority: Priority::High, key },
         "accept" => Command::Accept { id: id()?, force: false },
-        "reject" => Command::Reject { id: id()? },
+        "reject" => Command::Reject { id: id()?, reason: body.reason.clone() },
         other => return Err(fail(name, format!("unknown type '{other}' (queue, spawn, accept or reject)"))),
     }))
 }
@@ -298,7 +300,7 @@ fn identity(path: &Path, name: &str, bytes: &[u8]) -> String {
 fn run_once(project: &Project, cmd: Command) -> Result<command::Output> {
     let target = match &cmd {
         Command::Accept { id, .. } => Some((id.clone(), cairn_core::lifecycle::State::Accepted)),
-        Command::Reject { id } => Some((id.clone(), cairn_core::lifecycle::State::Rejected)),
+        Command::Reject { id, .. } => Some((id.clone(), cairn_core::lifecycle::State::Rejected)),
         _ => None,
     };
     match command::execute(project, cmd) {

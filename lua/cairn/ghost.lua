@@ -35,6 +35,27 @@ function M.check_mark(c)
   return string.format('%s(%s%s)', mark, require('cairn.notify').escape(by), counts == true and ', approved' or ', not counted')
 end
 
+--- What the header says of the agent's state: at work (the proposal is still growing), undone,
+--- its revision and how many hunks changed since the user last reviewed.
+function M.state_text(agent, file)
+  local parts = {}
+  if agent.in_progress == true then
+    table.insert(parts, 'in progress')
+  elseif agent.state == 'undone' then
+    table.insert(parts, 'undone')
+  end
+  if type(agent.revision) == 'number' and agent.revision > 1 then
+    local changed = 0
+    for _, r in ipairs(type(file.revised) == 'table' and file.revised or {}) do
+      if r == true then
+        changed = changed + 1
+      end
+    end
+    table.insert(parts, string.format('revision %d, %d changed since your review', agent.revision, changed))
+  end
+  return #parts > 0 and ('  [' .. table.concat(parts, '; ') .. ']') or ''
+end
+
 --- `  checks ✓✗…` for the agent's task checks ('' without any).
 function M.checks_text(checks)
   if type(checks) ~= 'table' or #checks == 0 then
@@ -98,6 +119,10 @@ function M.render(buf, file, agent)
     local first = row(h.old_start)
     local conflict = whole_conflict or M.in_conflict(file, h)
     local sign = conflict and '!' or (#removed == 0 and '+') or (#added == 0 and '-') or '~'
+    local revised = type(file.revised) == 'table' and file.revised[i] == true
+    if revised and not conflict then
+      sign = 'R'
+    end
     local del_hl, add_hl = conflict and 'CairnConflict' or 'CairnDelete', 'CairnAdd'
     if conflict then
       added = vim.list_extend({ 'conflicts with your edit; the agent proposes:' }, added)
@@ -107,6 +132,7 @@ function M.render(buf, file, agent)
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
       local jj = (type(agent.jj) == 'string' and agent.jj ~= '') and ('  jj ' .. agent.jj) or ''
       local header = string.format('cairn %s: %s  (%d hunk%s)%s%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks), jj)
+      header = header .. M.state_text(agent, file)
       if type(file.runs_by_itself) == 'string' then
         header = header .. '  ! ' .. file.runs_by_itself
       end

@@ -28,8 +28,18 @@ function M.accept(id, on_done)
   require('cairn.review').accept(id, on_done)
 end
 
-function M.reject(id, on_done)
-  require('cairn.review').reject(id, on_done)
+--- `args`: `[id] [reason]` (a first word that names an agent is its id).
+function M.reject(args, on_done)
+  require('cairn.review').reject(args, on_done)
+end
+
+function M.revise(id, on_done)
+  require('cairn.review').revise(id, on_done)
+end
+
+--- A note on lines `first`..`last` (1-based) of the current buffer's file.
+function M.comment(first, last, text, on_done)
+  require('cairn.review').comment(first, last, text, on_done)
 end
 
 function M.undo(id, on_done)
@@ -61,8 +71,8 @@ function M.refresh()
   require('cairn.ghost').refresh(0)
 end
 
-function M.reject_hunk(on_done)
-  require('cairn.review').reject_hunk(on_done)
+function M.reject_hunk(on_done, reason)
+  require('cairn.review').reject_hunk(on_done, reason)
 end
 
 function M.preview(id, on_done)

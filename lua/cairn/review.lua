@@ -43,9 +43,35 @@ function M.accept(id, on_done)
   end)
 end
 
-function M.reject(id, on_done)
-  rpc.call('reject', id_arg(id), function(r)
-    notify.notify('rejected ' .. r.id)
+function M.reject(args, on_done)
+  local a = (args == nil or args == '') and vim.empty_dict() or { words = args }
+  rpc.call('reject', a, function(r)
+    notify.notify('rejected ' .. r.id .. ((args or '') ~= '' and ' (:CairnRevise sends your reason)' or ''))
+    if on_done then on_done(r) end
+  end)
+end
+
+function M.revise(id, on_done)
+  rpc.call('revise', id_arg(id), function(r)
+    local how = ({ terminal = 'typed into its terminal', review_wait = 'for its review_wait', prompt = 're-queued with it' })[r.delivery]
+      or ('`cairn wrap --agent ' .. r.id .. '` re-runs it with it')
+    notify.notify(string.format('%s: revision %d, %d piece(s) of feedback %s', r.id, r.revision, r.sent, how))
+    if on_done then on_done(r) end
+  end)
+end
+
+function M.comment(first, last, text, on_done)
+  local name = vim.api.nvim_buf_get_name(0)
+  if name == '' then
+    notify.warn(':CairnComment needs a file buffer')
+    return
+  end
+  local a = { path = name, first = first, last = last, text = text }
+  if ghost.payload and ghost.payload.agent then
+    a.id = ghost.payload.agent.id
+  end
+  rpc.call('comment', a, function(r)
+    notify.notify('noted for ' .. r.id .. ' (:CairnRevise sends it)')
     if on_done then on_done(r) end
   end)
 end
@@ -59,14 +85,18 @@ function M.undo(id, on_done)
 end
 
 --- Acts on the hunk under the cursor (on its lines or its ghost lines); elsewhere it says so.
-local function hunk_action(method, on_done, force)
+local function hunk_action(method, on_done, force, reason)
   local buf = vim.api.nvim_get_current_buf()
   local found = ghost.hunk_at_cursor(buf)
   if not found or not ghost.payload then
     notify.warn('the cursor is not on a cairn hunk (:CairnNextHunk / :CairnPrevHunk move to one)')
     return
   end
-  rpc.call(method, { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk, force = force or false }, function(r)
+  local a = { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk, force = force or false }
+  if reason and reason ~= '' then
+    a.reason = reason
+  end
+  rpc.call(method, a, function(r)
     if method == 'accept_hunk' then
       M.reload({ found.path })
     end
@@ -79,8 +109,8 @@ function M.accept_hunk(on_done, force)
   hunk_action('accept_hunk', on_done, force)
 end
 
-function M.reject_hunk(on_done)
-  hunk_action('reject_hunk', on_done)
+function M.reject_hunk(on_done, reason)
+  hunk_action('reject_hunk', on_done, false, reason)
 end
 
 return M

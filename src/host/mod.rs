@@ -194,16 +194,36 @@ impl Handler {
         self.shown_agent()?.ok_or(Error::NothingReviewing)
     }
 
+    /// `:CairnReject [id] [reason]`: a first word that names an agent is its id; the rest (or
+    /// all) is the reason. `id`/`reason` arguments are taken as they are.
+    fn reject_words(&self, args: &Args) -> Result<(String, Option<String>)> {
+        let Some(words) = args.str("words").filter(|w| !w.trim().is_empty()) else {
+            return Ok((self.target(args.str("id"))?, args.str("reason")));
+        };
+        let words = words.trim();
+        let (first, rest) = words.split_once(char::is_whitespace).unwrap_or((words, ""));
+        if first.len() >= 4 && first.chars().all(|c| c.is_ascii_hexdigit()) {
+            if let Ok(id) = command::resolve(&self.project, first) {
+                return Ok((id, Some(rest.trim().to_string()).filter(|r| !r.is_empty())));
+            }
+        }
+        Ok((self.target(None)?, Some(words.to_string())))
+    }
+
     /// The agent whose proposal is shown.
     fn shown_agent(&self) -> Result<Option<String>> {
         let bin = self.project.bin()?;
         let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
+        // Reviewable proposals and executing ones (live: ghost text grows as the agent works).
+        let shown = |s: State| s.is_reviewable() || s == State::Executing;
         if let Some(id) = selected {
-            if bin.get(&id).map(|r| r.state == State::Reviewing).unwrap_or(false) {
+            if bin.get(&id).map(|r| shown(r.state)).unwrap_or(false) {
                 return Ok(Some(id));
             }
         }
-        Ok(bin.in_state(State::Reviewing)?.last().map(|r| r.id.clone()))
+        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+        candidates.sort_by_key(|r| r.seq);
+        Ok(candidates.last().map(|r| r.id.clone()))
     }
 
     /// The ghost text of the shown agent: absolute paths to hunks, or `{}` when none.
@@ -216,10 +236,11 @@ impl Handler {
         let summary = rec.submission.as_ref().and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("").to_string();
         let files: serde_json::Map<String, serde_json::Value> = files
             .into_iter()
-            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
+            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "revised": f.revised, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
             .collect();
         let change = self.project.bin()?.jj_get(&id)?.filter(|j| j.status == "proposed").map(|j| j.change.chars().take(8).collect::<String>());
-        Ok(serde_json::json!({ "agent": { "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id), "jj": change }, "files": files }))
+        let agent = serde_json::json!({ "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id), "jj": change, "state": rec.state, "in_progress": rec.state.is_running(), "revision": rec.revision });
+        Ok(serde_json::json!({ "agent": agent, "files": files }))
     }
 
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
@@ -246,18 +267,27 @@ impl Handler {
                 let force = args.0.get("force").and_then(|v| v.as_bool()).unwrap_or(false);
                 exec(Command::Accept { id, force })
             }),
-            "reject" => self.target(args.str("id")).and_then(|id| exec(Command::Reject { id })),
+            "reject" => self.reject_words(args).and_then(|(id, reason)| exec(Command::Reject { id, reason })),
+            "comment" => {
+                let (path, text) = (args.required("path")?, args.required("text")?);
+                let path = std::path::Path::new(&path).strip_prefix(&project.root).map(|p| p.display().to_string()).unwrap_or(path.clone());
+                let line = |k: &str| args.0.get(k).and_then(|v| v.as_u64()).map(|n| n as u32);
+                let (first, last) = (line("first").unwrap_or(1), line("last").or(line("first")).unwrap_or(1));
+                self.target(args.str("id")).and_then(|id| exec(Command::Comment { id, path, lines: (first, last), text }))
+            }
+            "revise" => self.target(args.str("id")).and_then(|id| exec(Command::Revise { id })),
+            "revisions" => self.target(args.str("id")).and_then(|id| exec(Command::Log { id })),
             "undo" => command::resolve(project, &args.required("id")?).and_then(|id| exec(Command::Undo { id })),
             "accept_hunk" | "reject_hunk" => {
                 let (path, hunk) = (args.required("path")?, hunk()?);
                 let force = args.0.get("force").and_then(|v| v.as_bool()).unwrap_or(false);
                 self.target(args.str("id")).and_then(|id| {
                     let path = std::path::Path::new(&path).strip_prefix(&project.root).map(|p| p.display().to_string()).unwrap_or(path.clone());
-                    if method == "accept_hunk" { exec(Command::AcceptHunk { id, path, hunk, force }) } else { exec(Command::RejectHunk { id, path, hunk }) }
+                    if method == "accept_hunk" { exec(Command::AcceptHunk { id, path, hunk, force }) } else { exec(Command::RejectHunk { id, path, hunk, reason: args.str("reason") }) }
                 })
             }
             "status" => self.target(args.str("id")).and_then(|id| exec(Command::Status { id })),
-            "diff" => self.target(args.str("id")).and_then(|id| exec(Command::Diff { id, stat: false })),
+            "diff" => self.target(args.str("id")).and_then(|id| exec(Command::Diff { id, stat: false, since_review: args.0.get("since_review").and_then(|v| v.as_bool()).unwrap_or(false) })),
             "list" => exec(Command::ListAgents { all: true }),
             "select" => command::resolve(project, &args.required("id")?).map(|id| {
                 if let Ok(mut s) = self.state.lock() {

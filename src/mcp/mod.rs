@@ -31,7 +31,9 @@ const INSTRUCTIONS: &str = "Cairn holds your changes as a proposal that a human 
 project's files until a person accepts it, so write freely. Use these tools instead of your own file and shell tools \
 for this project. Flow: read_file / list_dir / search_content / search_files to look; edit_file (old_text -> new_text) \
 for changes, write_file for new files, move_file and delete_file; run_command to run tests or builds against your \
-proposal (confined, no network); session_diff to review your work; then session_finish with a summary. File tools \
+proposal (confined, no network); session_diff to review your work; then session_finish with a summary, and \
+review_wait: it returns when the human has decided, or with their feedback when they ask for a revision (revise in \
+the same session, session_finish and review_wait again). File tools \
 work without a session (this connection's own is opened on first use and finished when you disconnect); for a \
 tracked task, task_create then session_begin and pass its id as `session`. Paths are relative to the project root \
 (an absolute path inside the project works too).";
@@ -42,6 +44,9 @@ pub struct Server {
     actor: Option<String>,
     /// This connection's own session, opened by the first file tool called without one.
     implicit: Arc<tokio::sync::Mutex<Option<Implicit>>>,
+    /// This connection's own session after session_finish, for review_wait (a revise makes
+    /// it this connection's own again).
+    finished: Arc<tokio::sync::Mutex<Option<Implicit>>>,
     #[allow(dead_code)] // read through #[tool_handler]
     tool_router: ToolRouter<Self>,
 }
@@ -74,7 +79,7 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
         })
     });
     let implicit = Arc::new(tokio::sync::Mutex::new(None));
-    let server = Server { project: Arc::clone(&project), actor, implicit: Arc::clone(&implicit), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
+    let server = Server { project: Arc::clone(&project), actor, implicit: Arc::clone(&implicit), finished: Arc::default(), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
     rt.block_on(async move {
         // The moment stdin ends, what runs for the client is killed: its calls end at once
         // and the server does not wait out their work.
@@ -314,9 +319,24 @@ impl Server {
         if let Some(s) = given.filter(|s| !s.is_empty()) {
             return Ok(s);
         }
-        match self.implicit.lock().await.as_ref() {
+        if let Some(i) = self.implicit.lock().await.as_ref() {
+            return Ok(i.session.clone());
+        }
+        match self.finished.lock().await.as_ref() {
             Some(i) => Ok(i.session.clone()),
             None => Err(failed("usage", "no session: pass `session` (from session_begin), or call a file tool first to open this connection's own".into())),
+        }
+    }
+
+    /// A revise reopened `session`: if it was this connection's own, file tools without
+    /// `session` go to it again.
+    async fn resume_implicit(&self, session: &str) {
+        let mut finished = self.finished.lock().await;
+        if finished.as_ref().is_some_and(|i| i.session == session) {
+            let mut slot = self.implicit.lock().await;
+            if slot.is_none() {
+                *slot = finished.take();
+            }
         }
     }
 

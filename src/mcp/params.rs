@@ -99,6 +99,13 @@ pub struct SessionArg {
     pub session: Option<String>,
 }
 #[derive(Deserialize, JsonSchema)]
+pub struct WaitArgs {
+    /// Session id; omit for this connection's own session (finished last).
+    pub session: Option<String>,
+    /// Seconds to wait at most (default 600, at most 3600); then `decision: waiting`.
+    pub timeout_s: Option<u32>,
+}
+#[derive(Deserialize, JsonSchema)]
 pub struct FinishArgs {
     /// Session id; omit to finish this connection's own session.
     pub session: Option<String>,

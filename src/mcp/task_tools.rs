@@ -88,7 +88,39 @@ impl Server {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
-        self.core(&ctx, move |p, _| sessions::get_session(p, &session)).await
+        self.core(&ctx, move |p, _| sessions::get_with_review(p, &session)).await
+    }
+
+    #[tool(description = "After session_finish: wait until the human has reviewed your proposal. Returns the decision (accepted, rejected, undone) or, when they ask for a revision, their feedback (reasons, notes on lines, which hunks were accepted or rejected): then revise in the same session, session_finish and review_wait again. Each piece of feedback is returned once.")]
+    async fn review_wait(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<WaitArgs>) -> Reply {
+        let session = match self.existing_session(a.session).await {
+            Ok(s) => s,
+            Err(r) => return Ok(r),
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(u64::from(a.timeout_s.unwrap_or(600).clamp(1, 3600)));
+        let actor = self.actor(&ctx);
+        loop {
+            let (project, s, who) = (std::sync::Arc::clone(&self.project), session.clone(), actor.clone());
+            let out = tokio::task::spawn_blocking(move || sessions::review_poll(&project, &who, &s)).await.map_err(super::internal)?;
+            match out {
+                Ok(Some(v)) => {
+                    if v["decision"] == "revise" {
+                        self.resume_implicit(&session).await;
+                    }
+                    let text = v["feedback"].as_str().map(str::to_string).unwrap_or_else(|| format!("decision: {}", v["decision"].as_str().unwrap_or("")));
+                    return Ok(done(v, Some(text)));
+                }
+                Ok(None) => {}
+                Err(e) => return Ok(super::refused(&e)),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(done(json!({ "session": session, "decision": "waiting", "next": "Still under review: call review_wait again." }), None));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+                () = ctx.ct.cancelled() => return Ok(super::failed("cancelled", "review_wait was cancelled".into())),
+            }
+        }
     }
 
     #[tool(description = "Your proposal so far as the reviewer will see it: a unified diff (renames shown as such). Use it to check your work before session_finish.")]
@@ -123,8 +155,10 @@ impl Server {
         };
         let out = self.core(&ctx, move |p, who| sessions::finish(p, who, &session, &a.summary)).await;
         if implicit && out.as_ref().is_ok_and(|r| r.is_error != Some(true)) {
-            // The next file tool opens a new session of its own.
-            *self.implicit.lock().await = None;
+            // The next file tool opens a new session of its own, unless a revise brings this
+            // one back (review_wait).
+            let mut slot = self.implicit.lock().await;
+            *self.finished.lock().await = slot.take();
         }
         out
     }

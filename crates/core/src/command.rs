@@ -35,9 +35,17 @@ pub enum Command {
     Run { reference: String, provider: Option<Provider> },
     ListAgents { all: bool },
     Status { id: String },
-    Diff { id: String, stat: bool },
+    /// `since_review`: what changed since the user last reviewed (the interdiff).
+    Diff { id: String, stat: bool, since_review: bool },
     Accept { id: String, force: bool },
-    Reject { id: String },
+    /// `reason` is feedback for the agent's next revision.
+    Reject { id: String, reason: Option<String> },
+    /// A note on lines (1-based, inclusive) of a file, for the agent's next revision.
+    Comment { id: String, path: String, lines: (u32, u32), text: String },
+    /// Sends the feedback since the last revision and puts the proposal back to work.
+    Revise { id: String },
+    /// The revisions of a proposal and the feedback each sent.
+    Log { id: String },
     Undo { id: String },
     Preview { id: String },
     Check { file: PathBuf },
@@ -46,7 +54,7 @@ pub enum Command {
     Hunks { id: String },
     /// `force` accepts a hunk that conflicts with the user's edits.
     AcceptHunk { id: String, path: String, hunk: review::Hunk, force: bool },
-    RejectHunk { id: String, path: String, hunk: review::Hunk },
+    RejectHunk { id: String, path: String, hunk: review::Hunk, reason: Option<String> },
     /// Lines matching `pattern` in the project as indexed (under `under`, all when empty),
     /// with agent `agent`'s proposal on top when given: what that agent's `search_content`
     /// sees.
@@ -84,6 +92,10 @@ pub struct Status {
     pub attempts: u32,
     pub accept_pending: bool,
     pub undone: bool,
+    /// The revision of the proposal: 1, then one more per revise (or new turn of a live agent).
+    pub revision: u32,
+    /// The agent is still at work on it (ghost text and diffs show it as it grows).
+    pub in_progress: bool,
     /// The task whose proposal this agent is, with its status and check results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub for_task: Option<TaskBrief>,
@@ -151,6 +163,10 @@ pub enum Output {
     Gc(gc::GcReport),
     Hunks { id: String, files: Vec<review::FileHunks> },
     Hunk(review::HunkReport),
+    Revised(review::revise::ReviseReport),
+    Log(review::revise::LogReport),
+    /// A note was recorded for agent `id`.
+    Commented { id: String },
     Search { hits: Vec<crate::search::Hit> },
 }
 
@@ -201,7 +217,9 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
         damage,
         attempts: rec.attempts,
         accept_pending: rec.accept_pending,
-        undone: rec.undone,
+        undone: rec.state == State::Undone,
+        revision: rec.revision,
+        in_progress: rec.state.is_running(),
         for_task: if with_changes { task_brief(project, &rec.id) } else { None },
         jj: project.bin()?.jj_get(&rec.id)?,
         jj_integration: (with_changes && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
@@ -247,9 +265,9 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let rec = project.bin()?.get(&id)?;
             Ok(Output::Status(status_of(project, &rec, true)?))
         }
-        Command::Diff { id, stat } => {
+        Command::Diff { id, stat, since_review } => {
             let id = resolve(project, &id)?;
-            let files = review::changes(project, &id)?;
+            let files = if since_review { review::revise::since_review(project, &id)? } else { review::changes(project, &id)? };
             let text = if stat { review::stat(&files) } else { review::unified(&files) };
             Ok(Output::Diff(DiffReport { id, files, text }))
         }
@@ -263,12 +281,25 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
-        Command::Reject { id } => {
+        Command::Reject { id, reason } => {
             let id = resolve(project, &id)?;
             // An agent whose worker died is re-queued first, which a reject can then cancel.
             crate::orchestrator::recover(project)?;
-            let rec = with_jj(project, &id, review::reject(project, &id))?;
+            let rec = with_jj(project, &id, review::reject(project, &id, reason.as_deref()))?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
+        }
+        Command::Comment { id, path, lines, text } => {
+            let id = resolve(project, &id)?;
+            review::feedback::comment(project, &id, &path, lines, &text)?;
+            Ok(Output::Commented { id })
+        }
+        Command::Revise { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Revised(with_jj(project, &id, review::revise::revise(project, &id))?))
+        }
+        Command::Log { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Log(review::revise::log(project, &id)?))
         }
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
@@ -289,10 +320,10 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let path = crate::paths::normalize(&path, &project.root)?;
             Ok(Output::Hunk(with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?))
         }
-        Command::RejectHunk { id, path, hunk } => {
+        Command::RejectHunk { id, path, hunk, reason } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            Ok(Output::Hunk(with_jj(project, &id, review::reject_hunk(project, &id, &path, &hunk))?))
+            Ok(Output::Hunk(with_jj(project, &id, review::reject_hunk(project, &id, &path, &hunk, reason.as_deref()))?))
         }
         Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
     }

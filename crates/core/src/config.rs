@@ -84,6 +84,7 @@ keys! {
     "wrap" "network" Kind::Choice(&["proxy", "none", "host"]), "\"proxy\"", "A wrapped agent's network: proxy (its own network namespace; only allow_hosts through Cairn's CONNECT proxy, and host_ports), none (a loopback only), host (the host's network: an explicit opt-in, recorded in the proposal).";
     "wrap" "allow_hosts" Kind::StrList, "[\"api.anthropic.com\", \"claude.ai\", \"platform.claude.com\", \"mcp-proxy.anthropic.com\", \"api.openai.com\", \"chatgpt.com\", \"auth.openai.com\", \"generativelanguage.googleapis.com\", \"cloudcode-pa.googleapis.com\", \"oauth2.googleapis.com\", \"accounts.google.com\", \"www.googleapis.com\"]", "Hosts a wrapped agent reaches through Cairn's proxy (port 443, or host:port; *.example.com matches subdomains): the model and sign-in endpoints of Claude Code, Codex CLI and Gemini CLI.";
     "wrap" "host_ports" Kind::PortList, "[]", "Ports of the host's loopback a wrapped agent reaches at 127.0.0.1 (a local model server such as Ollama on 11434, a test stub).";
+    "wrap" "turn_quiet_ms" Kind::Int { min: 0 }, "3000", "An interactive agent (with a terminal) whose output has been quiet this long after changing files has ended its turn: its proposal goes to review while it waits at its prompt (0: only when it exits).";
     "ui" "ghost_text" Kind::Bool, "true", "Show reviewing agents' changes as ghost text in buffers.";
     "ui" "auto_reload" Kind::Bool, "true", "Reload unmodified buffers after accept or undo.";
     "ui" "keymaps" Kind::Bool, "true", "Create the default <leader>a / <leader>r / <leader>p mappings.";
@@ -190,6 +191,7 @@ pub struct Wrap {
     pub network: String,
     pub allow_hosts: Vec<String>,
     pub host_ports: Vec<u16>,
+    pub turn_quiet_ms: u64,
 }
 
 /// `[ui]`.

@@ -36,6 +36,16 @@ pub enum EventKind {
     CommandRan { command: String, exit: String, duration_ms: i64, changed: usize },
     /// The agent's jj change (`crate::jj`): `what` happened to change `change`.
     Jj { change: String, what: String },
+    /// The user told the agent something: a reason, a note on lines, a hunk decision
+    /// (`kind`), delivered with the next revise.
+    Feedback { kind: String, path: Option<String>, lines: Option<(u32, u32)>, text: String },
+    /// Revision `revision` of the proposal started (`why`: the feedback sent, or new writes
+    /// after a turn).
+    Revised { revision: u32, why: String },
+    /// Feedback reached the agent (`via`: terminal, review_wait, prompt, command line).
+    FeedbackDelivered { via: String, count: usize },
+    /// A running agent's proposal changed (`paths` of it): ghost text follows.
+    Wrote { paths: Vec<String> },
 }
 
 impl EventKind {
@@ -52,6 +62,18 @@ impl EventKind {
             EventKind::TaskChanged { task, who, did } => format!("task {task}: {did} ({who})"),
             EventKind::CommandRan { command, exit, duration_ms, changed } => format!("ran `{command}`: {exit} after {duration_ms} ms, {changed} path(s) changed"),
             EventKind::Jj { change, what } => format!("jj change {} {what}", change.chars().take(8).collect::<String>()),
+            EventKind::Feedback { kind, path, lines, text } => {
+                let at = match (path, lines) {
+                    (Some(p), Some((a, b))) if a == b => format!(" on {p}:{a}"),
+                    (Some(p), Some((a, b))) => format!(" on {p}:{a}-{b}"),
+                    (Some(p), None) => format!(" on {p}"),
+                    _ => String::new(),
+                };
+                format!("{}{at}: {text}", kind.replace('_', " "))
+            }
+            EventKind::Revised { revision, why } => format!("revision {revision}: {why}"),
+            EventKind::FeedbackDelivered { via, count } => format!("{count} piece(s) of feedback delivered ({via})"),
+            EventKind::Wrote { paths } => format!("wrote {}", paths.join(", ")),
         }
     }
 
@@ -69,12 +91,17 @@ impl EventKind {
             EventKind::TaskChanged { .. } => "task_changed",
             EventKind::CommandRan { .. } => "command_ran",
             EventKind::Jj { .. } => "jj",
+            EventKind::Feedback { .. } => "feedback",
+            EventKind::Revised { .. } => "revised",
+            EventKind::FeedbackDelivered { .. } => "feedback_delivered",
+            EventKind::Wrote { .. } => "wrote",
         }
     }
 
     /// True for events that change no proposal (the host skips its ghost-text refresh).
     pub fn is_activity(&self) -> bool {
-        matches!(self, EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. })
+        matches!(self, EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. })
+            || matches!(self, EventKind::ToolCompleted { tool, .. } if !crate::externals::External::writes_by_name(tool))
     }
 }
 
@@ -113,6 +140,10 @@ mod tests {
             EventKind::TaskChanged { task: String::new(), who: String::new(), did: String::new() },
             EventKind::CommandRan { command: String::new(), exit: String::new(), duration_ms: 0, changed: 0 },
             EventKind::Jj { change: String::new(), what: String::new() },
+            EventKind::Feedback { kind: String::new(), path: None, lines: None, text: String::new() },
+            EventKind::Revised { revision: 2, why: String::new() },
+            EventKind::FeedbackDelivered { via: String::new(), count: 1 },
+            EventKind::Wrote { paths: Vec::new() },
         ];
         for k in all {
             assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());

@@ -19,11 +19,14 @@ pub enum State {
     Accepted,
     Rejected,
     Errored,
+    /// Accepted, then undone: its change is out of the project again and can be reviewed and
+    /// accepted again.
+    Undone,
 }
 
 impl State {
     /// Every state, in lifecycle order.
-    pub const ALL: [State; 8] = [
+    pub const ALL: [State; 9] = [
         State::Queued,
         State::Generating,
         State::Executing,
@@ -32,6 +35,7 @@ impl State {
         State::Accepted,
         State::Rejected,
         State::Errored,
+        State::Undone,
     ];
 
     /// The lowercase name.
@@ -45,12 +49,23 @@ impl State {
             State::Accepted => "accepted",
             State::Rejected => "rejected",
             State::Errored => "errored",
+            State::Undone => "undone",
         }
     }
 
     /// Accepted and rejected are final; errored only moves on to rejected (discard).
     pub fn is_terminal(self) -> bool {
         matches!(self, State::Accepted | State::Rejected | State::Errored)
+    }
+
+    /// A proposal in these states can be reviewed: accepted, rejected, hunk by hunk.
+    pub fn is_reviewable(self) -> bool {
+        matches!(self, State::Reviewing | State::Undone)
+    }
+
+    /// A revise (`cairn revise`) can send the agent back to work from these states.
+    pub fn is_revisable(self) -> bool {
+        matches!(self, State::Reviewing | State::Undone | State::Accepted | State::Rejected)
     }
 
     /// A worker owns the agent in these states (they count against the concurrency limit).
@@ -73,7 +88,15 @@ impl State {
                 | (Reviewing, Rejected)
                 | (Queued, Rejected)
                 | (Errored, Rejected)
+                // `cairn undo`, and the undone proposal decided again.
+                | (Accepted, Undone)
+                | (Undone, Accepted)
+                | (Undone, Rejected)
         ) || (to == Errored && !self.is_terminal())
+            // `cairn revise`: the next revision of the same proposal, worked on by a live
+            // agent (executing), re-run (queued) or reopened for `cairn wrap --agent`.
+            || (self.is_revisable() && matches!(to, Executing | Queued) )
+            || (matches!(self, Accepted | Rejected | Undone) && to == Reviewing)
     }
 }
 
@@ -211,6 +234,20 @@ mod tests {
             (Executing, Errored),
             (Submitting, Errored),
             (Reviewing, Errored),
+            (Accepted, Undone),
+            (Undone, Accepted),
+            (Undone, Rejected),
+            (Undone, Errored),
+            (Reviewing, Queued),
+            (Accepted, Executing),
+            (Accepted, Queued),
+            (Accepted, Reviewing),
+            (Rejected, Executing),
+            (Rejected, Queued),
+            (Rejected, Reviewing),
+            (Undone, Executing),
+            (Undone, Queued),
+            (Undone, Reviewing),
         ];
         for from in State::ALL {
             for to in State::ALL {

@@ -213,6 +213,21 @@ impl Project {
         self.move_overlay(id, &self.archived_overlay_path(id))
     }
 
+    /// Puts a decided agent's overlay back in place (a revision, an undo): the live path wins
+    /// when both exist.
+    pub fn unarchive_overlay(&self, id: &str) -> Result<()> {
+        let (live, archived) = (self.overlay_path(id), self.archived_overlay_path(id));
+        if live.is_file() || !archived.is_file() {
+            return Ok(());
+        }
+        let _ = std::fs::remove_file(format!("{}-shm", archived.display()));
+        let wal = crate::store::wal_of(&archived);
+        if wal.exists() {
+            std::fs::rename(&wal, crate::store::wal_of(&live)).map_err(|e| Error::io(&wal, e))?;
+        }
+        std::fs::rename(&archived, &live).map_err(|e| Error::io(&archived, e))
+    }
+
     /// Sets aside the overlay an interrupted run left, so that the re-run starts from an empty
     /// one: it goes to `.agentfs/bin/agent-<id>.attempt-<ms>.db` (removed with the agent by
     /// GC). Returns where it went, or `None` when there was none.

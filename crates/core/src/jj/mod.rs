@@ -85,9 +85,9 @@ fn sync_one(cli: &Cli, project: &Project, id: &str) -> Result<()> {
         (State::Reviewing, _) if rec.accept_pending => Ok(()),
         (State::Reviewing, None) => record(&cli.acting(&format!("propose {id}")), project, &bin, &rec),
         (State::Reviewing, Some(row)) if row.status == "proposed" => rewrite(&cli.acting(&format!("review {id}")), project, &bin, &rec, row),
-        (State::Accepted, Some(row)) if !rec.undone && row.status == "proposed" => remove(&cli.acting(&format!("accept {id}")), project, &bin, row, "squashed"),
-        (State::Accepted, Some(row)) if rec.undone && (row.status == "squashed" || row.status == "back") => bring_back(&cli.acting(&format!("undo {id}")), project, &bin, &rec, row),
-        (s, Some(row)) if s.is_terminal() && s != State::Accepted && row.status == "proposed" => remove(&cli.acting(&format!("reject {id}")), project, &bin, row, "abandoned"),
+        (State::Accepted, Some(row)) if row.status == "proposed" => remove(&cli.acting(&format!("accept {id}")), project, &bin, row, "squashed"),
+        (State::Undone, Some(row)) if row.status == "squashed" || row.status == "back" => bring_back(&cli.acting(&format!("undo {id}")), project, &bin, &rec, row),
+        (State::Rejected | State::Errored, Some(row)) if row.status == "proposed" => remove(&cli.acting(&format!("reject {id}")), project, &bin, row, "abandoned"),
         _ => Ok(()),
     }
 }

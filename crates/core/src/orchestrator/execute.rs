@@ -76,7 +76,8 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     set_aside_previous_attempt(project, id, &dir)?;
 
     // generating
-    let code = providers::get_code(project, rec.provider, &rec.task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
+    let task = revised_task(project, rec)?;
+    let code = providers::get_code(project, rec.provider, &task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
     std::fs::write(dir.join("task.pym"), &code).map_err(|e| Error::io(dir.join("task.pym"), e))?;
     let diags = if project.config.sandbox.syntax_layer { script::check(&code) } else { Vec::new() };
     write_check(project, id, &diags)?;
@@ -152,6 +153,10 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
     let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;
     // The overlay is final: after the transition (nobody waits on this), it becomes one file.
     overlay.fold();
+    // What the user reviews now: the left side of the next revision's interdiff.
+    if let Err(e) = crate::review::revise::snapshot(project, id) {
+        tracing::warn!(agent = %id, "no interdiff snapshot: {e}");
+    }
     // In a jj project the proposal becomes a change, off the user's path (the agent is
     // reviewing already).
     crate::jj::sync_locked(project, id);
@@ -161,10 +166,29 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
 /// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted
 /// attempt wrote is set aside, never run again on top of.
 fn set_aside_previous_attempt(project: &Project, id: &str, dir: &std::path::Path) -> Result<()> {
+    // A revision re-runs from its proposal.
+    if let Some(o) = project.existing_overlay(id)?.filter(|o| o.kv_get(crate::review::revise::REVISING).ok().flatten().is_some()) {
+        o.kv_delete(crate::review::revise::REVISING)?;
+        return Ok(());
+    }
     if let Some(aside) = project.set_aside_overlay(id)? {
         log_line(&dir.join("run.log"), &format!("re-run: the interrupted attempt's overlay was set aside as {}", aside.display()));
     }
     Ok(())
+}
+
+/// The task a revision's code is generated from: for an LLM agent with feedback sent and not
+/// delivered, the task, its previous proposal and the feedback (delivered here, once).
+fn revised_task(project: &Project, rec: &AgentRecord) -> Result<String> {
+    if rec.provider != crate::lifecycle::Provider::Llm || rec.revision <= 1 {
+        return Ok(rec.task.clone());
+    }
+    let previous = crate::review::unified(&crate::review::changes(project, &rec.id)?);
+    let Some(feedback) = crate::review::feedback::take(project, &rec.id, "prompt")? else { return Ok(rec.task.clone()) };
+    Ok(format!(
+        "{}\n\nThis is revision {} of your proposal. The project as your script sees it already contains your previous proposal:\n```diff\n{}```\n{}\nWrite a script that revises the proposal accordingly.",
+        rec.task, rec.revision, previous, feedback
+    ))
 }
 
 /// Appends a line to the run log (best effort: the log never fails a run).

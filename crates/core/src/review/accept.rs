@@ -16,7 +16,6 @@
 //! finishes from the journal.
 
 use crate::error::{Error, Result};
-use crate::lifecycle::State;
 use crate::project::Project;
 use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync};
 use crate::store::overlay::Overlay;
@@ -52,11 +51,11 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     if rec.accept_pending {
         return resume_accept(project, bin, &rec, force);
     }
-    if rec.state != State::Reviewing {
+    if !rec.state.is_reviewable() {
         return Err(Error::IllegalTransition {
             id: id.to_string(),
             from: rec.state.to_string(),
-            action: "accept (only reviewing agents can be accepted)".into(),
+            action: "accept (only reviewing or undone agents can be accepted)".into(),
         });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;

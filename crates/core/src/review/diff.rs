@@ -67,6 +67,28 @@ pub struct FileChange {
 }
 
 impl FileChange {
+    /// A plain two-way change (an interdiff: no merge, no conflicts).
+    pub fn plain(path: &str, kind: ChangeKind, old: Option<Vec<u8>>, new: Option<Vec<u8>>) -> FileChange {
+        let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
+        FileChange {
+            path: path.to_string(),
+            kind,
+            binary,
+            old_hash: old.as_deref().map(crate::store::hash_bytes),
+            new_hash: new.as_deref().map(crate::store::hash_bytes),
+            old_mode: old.as_ref().map(|_| 0o644),
+            new_mode: new.as_ref().map(|_| 0o644),
+            old,
+            new,
+            conflicts: Vec::new(),
+            file_conflict: None,
+            rebased: false,
+            seen: None,
+            old_is_base: false,
+            runs_by_itself: None,
+        }
+    }
+
     /// Does accepting this change need `--force`?
     pub fn conflicted(&self) -> bool {
         !self.conflicts.is_empty() || self.file_conflict.is_some()

@@ -25,6 +25,8 @@ pub struct FileHunks {
     pub conflicts: Vec<(usize, usize)>,
     /// The whole file conflicts (deleted, a directory now, not mergeable).
     pub file_conflict: Option<String>,
+    /// Per hunk: changed since the user last reviewed (revision 2 on; all false before).
+    pub revised: Vec<bool>,
     /// Another tool runs or obeys this file on its own (flagged in the ghost header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_by_itself: Option<&'static str>,
@@ -43,11 +45,21 @@ fn bytes(b: &Option<Vec<u8>>) -> &[u8] {
 /// The hunks of every text file agent `id` changes: its change rebased onto the project as it
 /// is now (three-way), so the user's own edits are never among them.
 pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
+    // What the user reviewed before this revision, to mark the hunks changed since.
+    let reviewed = match project.bin()?.revision(id)? {
+        n if n > 1 => project.existing_overlay(id)?.map(|o| o.snapshot_get(1)).transpose()?,
+        _ => None,
+    };
     Ok(changes(project, id)?
         .into_iter()
         .filter(has_hunks)
-        .map(|c| FileHunks {
-            hunks: hunks_between(bytes(&c.old), bytes(&c.new)),
+        .map(|c| {
+            let hunks = hunks_between(bytes(&c.old), bytes(&c.new));
+            (super::revise::revised_hunks(reviewed.as_deref(), &c.path, bytes(&c.old), bytes(&c.new), &hunks), hunks, c)
+        })
+        .map(|(revised, hunks, c)| FileHunks {
+            hunks,
+            revised,
             path: c.path,
             kind: c.kind,
             conflicts: c.conflicts,
@@ -75,7 +87,7 @@ pub struct HunkReport {
 /// bytes in `old`, the rebased proposal in `new`).
 fn find_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<(Overlay, FileChange)> {
     let rec = project.bin()?.get(id)?;
-    if rec.state != State::Reviewing || rec.accept_pending {
+    if !rec.state.is_reviewable() || rec.accept_pending {
         return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "review a hunk".into() });
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| Error::NoProposal(id.to_string()))?;
@@ -130,6 +142,14 @@ fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
 /// conflicts with them is refused unless `force`. Journaled before the write, like a whole
 /// accept: undo gives back the file as it was before the first hunk landed.
 pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
+    let report = accept_hunk_inner(project, id, path, hunk, force)?;
+    if !report.finished_interrupted {
+        super::feedback::record_hunk(project, id, path, hunk, true, None)?;
+    }
+    Ok(report)
+}
+
+fn accept_hunk_inner(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
     atomic::remove_temps(&project.root, crate::paths::parent(path))?;
     if let Some(report) = finish_pending(project, id)? {
@@ -207,13 +227,15 @@ fn finish_pending(project: &Project, id: &str) -> Result<Option<HunkReport>> {
     }
 }
 
-/// Drops one hunk from the agent's proposal for `path`; the project is not touched.
-pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk) -> Result<HunkReport> {
+/// Drops one hunk from the agent's proposal for `path`; the project is not touched. The
+/// decision (with `reason`) is feedback for the agent's next revision.
+pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, reason: Option<&str>) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
     if let Some(report) = finish_pending(project, id)? {
         return Ok(report);
     }
     let (overlay, change) = find_hunk(project, id, path, hunk)?;
+    super::feedback::record_hunk(project, id, path, hunk, false, reason)?;
     let old = bytes(&change.old);
     let kept = drop_hunk(old, bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk not found in {path}")))?;
     if kept == old {

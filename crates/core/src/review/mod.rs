@@ -8,10 +8,14 @@
 //! - [`reject`]: reject, and rolling back an interrupted accept.
 //! - [`undo`]: restoring what an accept changed.
 //! - [`hunk_review`]: the hunks of a proposal for ghost text, and accepting or rejecting one.
+//! - [`feedback`]: reasons, notes and hunk decisions for the agent, delivered once.
+//! - [`revise`]: revisions of a proposal, `cairn revise`, interdiffs, `cairn log`.
 
 pub mod accept;
 mod ahead;
 pub mod diff;
+pub mod feedback;
+pub mod revise;
 pub mod hunk_review;
 pub mod hunks;
 pub mod lock;

@@ -72,13 +72,16 @@ pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Resu
     Ok((currents, edited))
 }
 
-/// Rejects agent `id` (reviewing, queued or errored): its overlay is discarded; nothing else
-/// changes.
+/// Rejects agent `id` (reviewing, undone, queued or errored): its overlay is set aside;
+/// nothing else changes. The `reason`, when given, is feedback for a revision (`cairn revise`).
 ///
 /// An accept that failed midway (an I/O error, a kill) is rolled back first: every file it
 /// wrote gets its journaled old content back, so rejecting never leaves a half-applied change.
-pub fn reject(project: &Project, id: &str) -> Result<AgentRecord> {
+pub fn reject(project: &Project, id: &str, reason: Option<&str>) -> Result<AgentRecord> {
     let _lock = super::lock::acquire(project)?;
+    if let Some(reason) = reason {
+        super::feedback::record_reason(project, id, reason)?;
+    }
     if project.bin()?.get(id)?.accept_pending {
         roll_back(project, id)?;
     }

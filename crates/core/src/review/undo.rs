@@ -1,5 +1,6 @@
 //! Undo: restores what accepting an agent changed, from its journal, refusing paths edited
-//! since the accept.
+//! since the accept. The agent is then `undone`: its proposal is back for review (ghost text,
+//! diff) and `cairn accept` applies it again.
 
 use super::reject::journal_state;
 use crate::error::{Error, Result};
@@ -21,9 +22,8 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     let _lock = super::lock::acquire(project)?;
     let mut bin = project.bin()?;
     let rec = bin.get(id)?;
-    if rec.state != State::Accepted || rec.undone {
-        let from = if rec.undone { "accepted and already undone".to_string() } else { rec.state.to_string() };
-        return Err(Error::IllegalTransition { id: id.to_string(), from, action: "undo (only accepted agents can be undone)".into() });
+    if rec.state != State::Accepted {
+        return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "undo (only accepted agents can be undone)".into() });
     }
     let journal = super::journal(project, &bin, id)?;
     // Already restored (an interrupted undo) or still as accepted: both fine.
@@ -63,6 +63,9 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
         touched.push(j.path.clone());
     }
     crate::sync::refresh(project, &touched)?;
+    // The proposal is back for review: its overlay in place, then the state (a kill in
+    // between leaves an accepted agent whose files are restored: undo again finishes it).
+    project.unarchive_overlay(id)?;
     bin.mark_undone(id)?;
     Ok(report)
 }

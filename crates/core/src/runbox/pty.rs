@@ -14,8 +14,92 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// What the wrap session sees of the agent's terminal while it runs: when the agent last
+/// wrote output (an interactive CLI that has gone quiet waits for its user), and a way to
+/// type a message into it as the user would (the review's feedback).
+#[derive(Clone, Default)]
+pub struct Console {
+    inner: Arc<ConsoleState>,
+}
+
+#[derive(Default)]
+struct ConsoleState {
+    /// Milliseconds (monotonic, from the relay's start) of the last output.
+    last_out: AtomicI64,
+    /// The agent asked for bracketed paste (`ESC [ ? 2004 h`).
+    paste: AtomicBool,
+    /// The pty's master side (none: the session has no terminal of its own).
+    master: std::sync::Mutex<Option<OwnedFd>>,
+    start: std::sync::OnceLock<std::time::Instant>,
+}
+
+impl Console {
+    fn now_ms(&self) -> i64 {
+        self.inner.start.get_or_init(std::time::Instant::now).elapsed().as_millis() as i64
+    }
+
+    /// The agent has a terminal of its own (output and typing are followed).
+    pub fn is_pty(&self) -> bool {
+        self.inner.master.lock().is_ok_and(|m| m.is_some())
+    }
+
+    /// Time since the agent last wrote to its terminal.
+    pub fn quiet_for(&self) -> Duration {
+        Duration::from_millis((self.now_ms() - self.inner.last_out.load(Ordering::SeqCst)).max(0) as u64)
+    }
+
+    /// A mark of the latest output (compare two to know whether output came in between).
+    pub fn output_mark(&self) -> i64 {
+        self.inner.last_out.load(Ordering::SeqCst)
+    }
+
+    fn saw_output(&self, bytes: &[u8]) {
+        self.inner.last_out.store(self.now_ms(), Ordering::SeqCst);
+        if contains(bytes, b"\x1b[?2004h") {
+            self.inner.paste.store(true, Ordering::SeqCst);
+        } else if contains(bytes, b"\x1b[?2004l") {
+            self.inner.paste.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Types `text` into the agent's terminal as the user's next message: pasted (bracketed,
+    /// when the agent asked for it; else on one line) and sent with Enter. Control characters
+    /// in `text` are the caller's to escape. False when there is no terminal.
+    pub fn type_message(&self, text: &str) -> bool {
+        let Ok(guard) = self.inner.master.lock() else { return false };
+        let Some(master) = guard.as_ref() else { return false };
+        let body = if self.inner.paste.load(Ordering::SeqCst) {
+            format!("\x1b[200~{text}\x1b[201~")
+        } else {
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let write_all = |mut b: &[u8]| -> bool {
+            while !b.is_empty() {
+                match rustix::io::write(master, b) {
+                    Ok(n) => b = &b[n..],
+                    Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => std::thread::yield_now(),
+                    Err(_) => return false,
+                }
+            }
+            true
+        };
+        // The paste, then Enter on its own: a TUI that reads the paste as one event submits it
+        // with the next key, as when the user pastes and presses Enter.
+        if !write_all(body.as_bytes()) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        write_all(b"\r")
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
 
 /// The user's side: the standard streams of `cairn wrap` (duplicates the edge hands over;
 /// the core never takes the process's own).
@@ -34,6 +118,7 @@ pub enum Terminal {
 
 /// The relay's threads and what to restore.
 pub struct Relay {
+    pub console: Console,
     stop: Arc<AtomicBool>,
     /// Written to wake the keys' thread at once when the session ends.
     wake: Option<OwnedFd>,
@@ -82,6 +167,8 @@ impl Terminal {
     /// Starts relaying (after the confined side started: our copies of its ends close here).
     pub fn relay(self) -> Relay {
         let stop = Arc::new(AtomicBool::new(false));
+        let console = Console::default();
+        console.now_ms();
         let mut threads = Vec::new();
         let mut saved = None;
         match self {
@@ -93,6 +180,9 @@ impl Terminal {
                     let _ = rustix::termios::tcsetattr(&user.stdin, rustix::termios::OptionalActions::Now, &raw);
                 }
                 let tty = user.stdin.try_clone().ok();
+                if let (Ok(mut m), Ok(fd)) = (console.inner.master.lock(), master.try_clone()) {
+                    *m = Some(fd);
+                }
                 let mut wake = None;
                 if let (Ok(keys), Ok(stdin), Ok((wake_r, wake_w))) = (master.try_clone(), user.stdin.try_clone(), rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)) {
                     let s = Arc::clone(&stop);
@@ -100,8 +190,9 @@ impl Terminal {
                     threads.push(std::thread::spawn(move || keys_in(stdin, keys, wake_r, &s)));
                 }
                 let Streams { stdin, stdout, .. } = user;
-                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout)));
-                return Relay { stop, wake, threads, saved, tty };
+                let seen = console.clone();
+                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout, &seen)));
+                return Relay { console, stop, wake, threads, saved, tty };
             }
             Terminal::Pipes { out, err, user } => {
                 for (pipe, to) in [(out, &user.stdout), (err, &user.stderr)] {
@@ -112,7 +203,7 @@ impl Terminal {
                 }
             }
         }
-        Relay { stop, wake: None, threads, saved, tty: None }
+        Relay { console, stop, wake: None, threads, saved, tty: None }
     }
 }
 
@@ -121,6 +212,9 @@ impl Relay {
     /// as it was.
     pub fn finish(mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        if let Ok(mut m) = self.console.inner.master.lock() {
+            m.take();
+        }
         if let Some(w) = self.wake.take() {
             let _ = rustix::io::write(&w, b"x");
         }
@@ -168,7 +262,7 @@ fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
     }
 }
 
-fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd) {
+fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
     let mut size = rustix::termios::tcgetwinsize(&tty).ok();
     let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
@@ -188,6 +282,7 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd) {
         match rustix::io::read(&master, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                console.saw_output(&buf[..n]);
                 clean.clear();
                 filter.pass(&buf[..n], &mut clean);
                 if out.write_all(&clean).is_err() {

@@ -59,8 +59,9 @@ pub fn upper(dir: &Path) -> PathBuf {
 }
 
 /// Runs the session in `dir` (created if needed, kept afterwards: the caller removes it once
-/// the layer is in the proposal), calling `tick` about every `every` while it runs.
-pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request, every: Duration, tick: &mut dyn FnMut()) -> Result<Ran> {
+/// the layer is in the proposal), calling `tick` about every `every` while it runs, with the
+/// agent's terminal.
+pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request, every: Duration, tick: &mut dyn FnMut(&super::pty::Console)) -> Result<Ran> {
     for d in ["stage", "rw/upper", "rw/work", "box"] {
         std::fs::create_dir_all(dir.join(d)).map_err(|e| Error::io(dir.join(d), e))?;
     }
@@ -100,7 +101,7 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
         if child.try_wait().map_err(|e| Error::Sandbox(format!("wait: {e}")))?.is_some() {
             break;
         }
-        tick();
+        tick(&relay.console);
         match &pidfd {
             Some(fd) => {
                 let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];

@@ -35,6 +35,9 @@ CREATE TABLE IF NOT EXISTS audit(
 );
 ";
 
+/// Snapshots of the proposal for interdiffs (made on first use: overlays from before have none).
+const SNAPSHOTS: &str = "CREATE TABLE IF NOT EXISTS snapshots(slot INTEGER NOT NULL, path TEXT NOT NULL, content BLOB, PRIMARY KEY(slot, path)) WITHOUT ROWID;";
+
 /// An agent's view of one path it changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -278,6 +281,37 @@ impl Overlay {
                 duration_us: r.get(5)?,
             })
         })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Replaces snapshot `slot` with `files` (path, content; `None` = deleted): slot 0 is the
+    /// proposal as it last reached review, slot 1 what the user reviewed before the current
+    /// revision (the interdiff's left side).
+    pub fn snapshot_put(&self, slot: u8, files: &[(String, Option<Vec<u8>>)]) -> Result<()> {
+        self.conn.execute_batch(SNAPSHOTS)?;
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let put = || -> Result<()> {
+            self.conn.execute("DELETE FROM snapshots WHERE slot = ?1", [slot])?;
+            let mut st = self.conn.prepare_cached("INSERT INTO snapshots(slot, path, content) VALUES (?1, ?2, ?3)")?;
+            for (path, content) in files {
+                st.execute(params![slot, path, content])?;
+            }
+            Ok(())
+        };
+        match put() {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Snapshot `slot` (empty when none was taken).
+    pub fn snapshot_get(&self, slot: u8) -> Result<Vec<(String, Option<Vec<u8>>)>> {
+        self.conn.execute_batch(SNAPSHOTS)?;
+        let mut st = self.conn.prepare_cached("SELECT path, content FROM snapshots WHERE slot = ?1 ORDER BY path")?;
+        let rows = st.query_map([slot], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

@@ -4,6 +4,13 @@
 //! `$CAIRN_HOME/runs/wrap-<id>/`, is synced into the agent's overlay while CMD runs (so ghost
 //! text grows as the agent works), once more when CMD ends, and by [`recover`] when
 //! `cairn wrap` itself was killed: nothing written is lost.
+//!
+//! The review loop of a live session: an interactive agent whose output has gone quiet after
+//! changing files has ended its turn; its proposal goes to review while it waits at its
+//! prompt (the session keeps it). What it writes next starts the next revision. A hunk the
+//! user rejected stays in the agent's own files (the kernel does not let an overlay's layers
+//! change under a mounted view) and out of the proposal: the feedback `cairn revise` types into
+//! its terminal tells it so.
 
 use crate::error::{Error, Result};
 use crate::externals::{Applied, Staged};
@@ -57,7 +64,7 @@ fn dir_of(project: &Project, agent: &str) -> PathBuf {
 
 /// Starts (or resumes) the session's agent; returns its id, printed before CMD starts.
 pub fn begin(project: &Project, opts: &Options) -> Result<String> {
-    if opts.argv.is_empty() {
+    if opts.argv.is_empty() && opts.agent.is_none() {
         return Err(Error::Usage("cairn wrap needs a command: cairn wrap -- CMD ARGS...".into()));
     }
     // No re-index of the whole tree here (it would cost ~0.3 s at 100k files): each sync
@@ -72,23 +79,60 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
         }
         None => {
             let task = opts.task.clone().unwrap_or_else(|| opts.argv.join(" "));
-            bin.wrap_begin(&task, this_worker())
+            let id = bin.wrap_begin(&task, this_worker())?;
+            project.overlay(&id)?.kv_set(ARGV, &serde_json::to_string(&opts.argv)?)?;
+            Ok(id)
         }
     }
 }
 
+/// The overlay key of the session's command line (what `cairn wrap --agent ID` re-runs).
+const ARGV: &str = "wrap_argv";
+
+/// The command line of a resumed session: the one given, else the one it was started with;
+/// feedback sent to it (`cairn revise`) and not delivered yet is appended to its last
+/// argument, where agent CLIs take their prompt (`claude -p PROMPT`, `codex exec PROMPT`,
+/// `gemini -p PROMPT`). Delivered here, once.
+pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<Vec<String>> {
+    let mut argv = given.to_vec();
+    if argv.is_empty() {
+        let saved = project.existing_overlay(agent)?.and_then(|o| o.kv_get(ARGV).ok().flatten());
+        argv = saved.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    }
+    if argv.is_empty() {
+        return Err(Error::Usage(format!("agent {agent} has no recorded command: cairn wrap --agent {agent} -- CMD ARGS...")));
+    }
+    if argv.len() > 1 {
+        if let Some(feedback) = crate::review::feedback::take(project, agent, "command line")? {
+            if let Some(last) = argv.last_mut() {
+                last.push_str("\n\n");
+                last.push_str(&feedback);
+            }
+        }
+    }
+    Ok(argv)
+}
+
 /// Runs CMD for agent `agent` (from [`begin`]) to its end, syncing as it goes; the proposal
-/// is `reviewing` afterwards with the exit status recorded.
+/// is `reviewing` afterwards with the exit status recorded. While CMD runs, an interactive
+/// agent whose turn ended goes to review and back to work (the next revision) when it writes
+/// again; feedback sent by `cairn revise` is typed into its terminal.
 pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let dir = dir_of(project, agent);
+    let argv = match &opts.agent {
+        Some(_) => command_line(project, agent, &opts.argv)?,
+        None => opts.argv.clone(),
+    };
+    let opts = &Options { argv, ..opts.clone() };
     // A resumed session starts from its proposal, staged below the new layer.
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
     let req = request(project, opts)?;
-    let mut seen = BTreeMap::new();
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None };
     let mut sync_error = None;
-    let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut || {
-        if let Err(e) = sync(project, agent, &staged, &dir, &mut seen) {
+    let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
+        if let Err(e) = live.step(project, agent, &staged, &dir, console) {
+            tracing::warn!(agent, "wrap sync: {e}");
             sync_error.get_or_insert(e);
         }
     });
@@ -96,13 +140,13 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
         Ok(ran) => ran,
         Err(e) => {
             // Nothing ran: the proposal goes (back) to review as it was, saying why.
-            let _ = finish(project, agent, &staged, &dir, &mut seen, "the wrap session could not start");
+            let _ = finish(project, agent, &staged, &dir, &mut live.seen, "the wrap session could not start");
             return Err(e);
         }
     };
     let exit = ran.exit;
     let network = if matches!(req.network, runbox::wrap::Network::Host) { "; network: host (opted in)" } else { "" };
-    let changed = finish(project, agent, &staged, &dir, &mut seen, &format!("`{}` {exit}{network}", opts.argv.join(" ")))?;
+    let changed = finish(project, agent, &staged, &dir, &mut live.seen, &format!("`{}` {exit}{network}", opts.argv.join(" ")))?;
     if let Some(e) = sync_error {
         return Err(e);
     }
@@ -152,18 +196,75 @@ pub fn state_layer(project: &Project, program: &str) -> PathBuf {
     project.home.dir.join("wrap-state").join(name)
 }
 
-/// The last sync, the proposal to `reviewing`, the session's directory removed.
-fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, how: &str) -> Result<usize> {
-    sync(project, agent, staged, dir, seen)?;
+/// A running session's review loop.
+struct Live {
+    /// The layer's entries as last synced.
+    seen: BTreeMap<String, Stamp>,
+    /// The agent's output mark when its last turn went to review (a turn ends once per burst
+    /// of output).
+    turn_mark: Option<i64>,
+}
+
+impl Live {
+    /// One look at the session: its writes into the proposal (a decided proposal starts its
+    /// next revision first), its turn's end, feedback to type.
+    fn step(&mut self, project: &Project, agent: &str, staged: &Staged, dir: &Path, console: &runbox::pty::Console) -> Result<()> {
+        let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
+        if !console.is_pty() {
+            return Ok(());
+        }
+        let quiet = console.quiet_for();
+        let turn_quiet = Duration::from_millis(project.config.wrap.turn_quiet_ms);
+        let state = project.bin()?.get(agent)?.state;
+        let mark = console.output_mark();
+        if state == State::Executing && !wrote && project.config.wrap.turn_quiet_ms > 0 && quiet >= turn_quiet && self.turn_mark != Some(mark) {
+            self.turn_mark = Some(mark);
+            if project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
+                turn_ended(project, agent)?;
+            }
+        }
+        if quiet >= FEEDBACK_QUIET {
+            if let Some(text) = crate::review::feedback::take(project, agent, "terminal")? {
+                console.type_message(&text);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long the agent's screen must be still before feedback is typed into it.
+const FEEDBACK_QUIET: Duration = Duration::from_millis(500);
+
+/// The live agent's turn ended with changes: its proposal goes to review; the session keeps it.
+fn turn_ended(project: &Project, agent: &str) -> Result<()> {
     let overlay = project.overlay(agent)?;
     let paths = overlay.paths()?;
-    let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
+    let summary = format!("wrap: turn ended, waiting at its prompt; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
-    if project.bin()?.get(agent)?.state == State::Executing {
+    let mut bin = project.bin()?;
+    crate::orchestrator::submit(project, &mut bin, agent, &overlay, true, serde_json::json!({ "wrap": "turn ended" }))?;
+    bin.keep_worker(agent, this_worker())
+}
+
+/// The last sync, the proposal to `reviewing`, the session's directory removed.
+fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, how: &str) -> Result<usize> {
+    sync(project, agent, staged, dir, seen, false)?;
+    let state = project.bin()?.get(agent)?.state;
+    let mut changed = 0;
+    if state == State::Executing {
+        let overlay = project.overlay(agent)?;
+        let paths = overlay.paths()?;
+        changed = paths.len();
+        let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
+        overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
         crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
+    } else if let Some(o) = project.existing_overlay(agent)? {
+        changed = o.paths()?.len();
     }
+    // A turn that went to review kept the session's worker: the session is over now.
+    project.bin()?.release_worker(agent)?;
     let _ = std::fs::remove_dir_all(dir);
-    Ok(paths.len())
+    Ok(changed)
 }
 
 /// Completes every wrap session whose `cairn wrap` died: what its layer holds joins the
@@ -187,19 +288,34 @@ fn stamp(m: &std::fs::Metadata) -> Stamp {
 }
 
 /// Brings the agent's overlay in line with the layer: entries new or changed since the last
-/// sync are applied, entries gone are put back to where the session started.
-fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>) -> Result<()> {
+/// sync are applied, entries gone are put back to where the session started. A proposal
+/// that was decided meanwhile (reviewed, accepted, rejected, undone) starts its next revision
+/// first: the live agent went on working. `live`: the session is running (an ended one's
+/// last writes go to review as they are). Returns whether anything changed.
+fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, live: bool) -> Result<bool> {
     let upper = runbox::wrap::upper(dir);
     if !upper.is_dir() {
-        return Ok(());
+        return Ok(false);
     }
     let now = stamps(&upper)?;
     if now == *seen {
-        return Ok(());
+        return Ok(false);
     }
     let written: Vec<Written> = runbox::scan(&upper, runbox::capture_limits(project)).map_err(|e| Error::io(&upper, e))?;
     let fresh: Vec<Written> = written.into_iter().filter(|w| now.get(w.path()) != seen.get(w.path())).collect();
     let gone: Vec<String> = seen.keys().filter(|p| !now.contains_key(*p)).cloned().collect();
+    if fresh.is_empty() && gone.is_empty() {
+        *seen = now;
+        return Ok(false);
+    }
+    let state = project.bin()?.get(agent)?.state;
+    if state.is_revisable() {
+        let to = if live { State::Executing } else { State::Reviewing };
+        crate::review::revise::start(project, agent, to, "the agent wrote again after its turn")?;
+        if live {
+            project.bin()?.keep_worker(agent, this_worker())?;
+        }
+    }
     let mut ignore = crate::paths::IgnoreRules::new(&project.root);
     // The bases recorded for these paths must be the tree's current files.
     let touched: Vec<String> = fresh.iter().map(|w| w.path().to_string()).chain(gone.iter().cloned()).collect();
@@ -211,9 +327,11 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
         host.apply_written(&fresh, staged, &mut ignore, &mut Applied::default())
     })?;
     *seen = now;
-    Ok(())
+    let bin = project.bin()?;
+    let state = bin.get(agent)?.state;
+    bin.append(agent, state, &crate::events::EventKind::Wrote { paths: touched.into_iter().take(50).collect() })?;
+    Ok(true)
 }
-
 
 /// The stamp of every entry of the layer, by path.
 fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {

@@ -138,7 +138,7 @@ impl Bin {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (state, pending): (String, i64) =
             tx.query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        if state != State::Reviewing.as_str() || pending != 0 {
+        if !state.parse::<State>().is_ok_and(State::is_reviewable) || pending != 0 {
             return Err(Error::IllegalTransition { id: id.to_string(), from: state, action: "accept".into() });
         }
         for (e, place) in entries.iter().zip(places) {

@@ -5,7 +5,8 @@
 //! - [`workers`]: claiming queued agents and recovering dead workers' agents;
 //! - [`events`]: the event stream and hunk decisions;
 //! - [`journal`]: the accept journal;
-//! - [`tasks`]: tasks and their provenance.
+//! - [`tasks`]: tasks and their provenance;
+//! - [`review`]: feedback to agents, revisions, delivery exactly once.
 //!
 //! Every state change happens inside one IMMEDIATE transaction that checks the move against
 //! [`State::can_move_to`], writes the new state and appends an event, so a transition is
@@ -16,6 +17,8 @@ mod jj;
 pub use jj::JjRow;
 mod journal;
 pub use journal::JournalSync;
+mod review;
+pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
 pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow};
 mod workers;
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS agents(
     worker_pid INTEGER,
     worker_start INTEGER,
     accept_pending INTEGER NOT NULL DEFAULT 0,
-    undone INTEGER NOT NULL DEFAULT 0
+    undone INTEGER NOT NULL DEFAULT 0,
+    revision INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS agents_state ON agents(state);
 CREATE TABLE IF NOT EXISTS events(
@@ -102,6 +106,8 @@ pub struct AgentRecord {
     pub worker: Option<Worker>,
     pub accept_pending: bool,
     pub undone: bool,
+    /// The revision of the proposal (1, then one more per `cairn revise` or new turn).
+    pub revision: u32,
 }
 
 /// Identity of the process running an agent: pid plus its start time, so a recycled pid is
@@ -139,7 +145,7 @@ pub struct TransitionExtra<'a> {
 }
 
 const COLS: &str = "seq, id, state, task, provider, priority, created_ms, state_changed_ms, error_kind, error, \
-                    submission, result, attempts, worker_pid, worker_start, accept_pending, undone";
+                    submission, result, attempts, worker_pid, worker_start, accept_pending, undone, revision";
 
 fn row(r: &Row) -> rusqlite::Result<AgentRecord> {
     let state: String = r.get(2)?;
@@ -167,6 +173,7 @@ fn row(r: &Row) -> rusqlite::Result<AgentRecord> {
         worker,
         accept_pending: r.get::<_, i64>(15)? != 0,
         undone: r.get::<_, i64>(16)? != 0,
+        revision: r.get(17)?,
     })
 }
 
@@ -187,8 +194,9 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, &format!("{SCHEMA}{}{}", tasks::SCHEMA, jj::SCHEMA))?;
+        let conn = super::open(path, &format!("{SCHEMA}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA))?;
         events::migrate(&conn)?;
+        review::migrate(&conn)?;
         journal::migrate(&conn)?;
         tasks::migrate(&conn)?;
         Ok(Bin { conn })
@@ -294,17 +302,13 @@ impl Bin {
         Ok(())
     }
 
-    /// Marks an accepted agent as undone.
-    pub fn mark_undone(&mut self, id: &str) -> Result<()> {
-        self.conn.execute("UPDATE agents SET undone = 1 WHERE id = ?1", [id])?;
-        self.append(id, State::Accepted, &EventKind::Undone)
-    }
-
     /// Removes every trace of `id` (GC).
     pub fn delete(&mut self, id: &str) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1", [id])?;
+        tx.execute("DELETE FROM feedback WHERE agent_id = ?1", [id])?;
+        tx.execute("DELETE FROM revisions WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM events WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM agents WHERE id = ?1", [id])?;
         tx.execute("DELETE FROM jj_changes WHERE agent = ?1", [id])?;
@@ -332,8 +336,10 @@ pub(super) fn apply_transition(tx: &rusqlite::Transaction, id: &str, to: State, 
     if let Some(res) = extra.result {
         tx.execute("UPDATE agents SET result = ?2 WHERE id = ?1", params![id, res.to_string()])?;
     }
+    // A wrap session keeps its worker (`cairn wrap`) through the reviews of its turns: the
+    // session releases it when it ends.
     if to.is_terminal() || to == State::Reviewing {
-        tx.execute("UPDATE agents SET worker_pid = NULL, worker_start = NULL WHERE id = ?1", [id])?;
+        tx.execute("UPDATE agents SET worker_pid = NULL, worker_start = NULL WHERE id = ?1 AND provider != ?2", params![id, Provider::Wrap.as_str()])?;
     }
     let message = match (extra.message, extra.error) {
         (Some(m), _) => m.to_string(),

@@ -101,9 +101,9 @@ impl Bin {
     pub fn wrap_resume(&mut self, id: &str, worker: Worker, alive: &dyn Fn(Worker) -> bool) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let rec = tx.query_row(&format!("SELECT {} FROM agents WHERE id = ?1", super::COLS), [id], super::row).optional()?.ok_or_else(|| crate::Error::UnknownAgent(id.to_string()))?;
-        let resumable = rec.state == State::Reviewing || (rec.state == State::Executing && !rec.worker.is_some_and(alive));
+        let resumable = !rec.worker.is_some_and(alive) && matches!(rec.state, State::Reviewing | State::Executing);
         if rec.provider != crate::lifecycle::Provider::Wrap || !resumable || rec.accept_pending {
-            return Err(crate::Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "wrap --agent (a wrap session's proposal, reviewing)".into() });
+            return Err(crate::Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "wrap --agent (a wrap session's proposal, reviewing, whose `cairn wrap` has ended)".into() });
         }
         if rec.state == State::Reviewing {
             apply_transition(&tx, id, State::Executing, &TransitionExtra { message: Some("wrap resumed"), ..Default::default() })?;
@@ -113,9 +113,10 @@ impl Bin {
         Ok(())
     }
 
-    /// Wrap sessions' agents still executing whose `cairn wrap` is gone.
+    /// Wrap sessions whose `cairn wrap` is gone: executing, or held by a worker (a live
+    /// session keeps its agent through the reviews of its turns).
     pub fn wrap_orphans(&self, alive: &dyn Fn(Worker) -> bool) -> Result<Vec<String>> {
-        let mut st = self.conn.prepare(&format!("SELECT {} FROM agents WHERE provider = ?1 AND state = ?2", super::COLS))?;
+        let mut st = self.conn.prepare(&format!("SELECT {} FROM agents WHERE provider = ?1 AND (state = ?2 OR worker_pid IS NOT NULL)", super::COLS))?;
         let rows = st.query_map([crate::lifecycle::Provider::Wrap.as_str(), State::Executing.as_str()], super::row)?.collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows.into_iter().filter(|r| !r.worker.is_some_and(alive)).map(|r| r.id).collect())
     }

@@ -1,0 +1,173 @@
+//! Revisions of a proposal: `cairn revise` sends the feedback since the last revision and puts
+//! the proposal back to work (how depends on the agent, see [`revise`]); the proposal as it
+//! reached review is kept per revision so that `cairn diff --since-review` and ghost text show
+//! what changed since the user last reviewed (the interdiff).
+//!
+//! Snapshots live in the agent's overlay: slot 0 is the proposal as it last reached review,
+//! slot 1 what the user had reviewed when the current revision started (copied from slot 0
+//! by [`revise`] or by the agent writing again after its turn).
+
+use super::diff::{changes, ChangeKind, FileChange};
+use super::hunks::{hunks_between, Hunk};
+use crate::error::{Error, Result};
+use crate::lifecycle::{Provider, State};
+use crate::orchestrator::worker_alive;
+use crate::project::Project;
+use crate::store::bin::{Feedback, Revision};
+use serde::Serialize;
+
+/// What `cairn revise` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviseReport {
+    pub id: String,
+    pub revision: u32,
+    /// Pieces of feedback sent.
+    pub sent: usize,
+    /// How they reach the agent: `terminal` (its live CLI), `review_wait` (its MCP client),
+    /// `prompt` (a re-queued run), `command line` (the next `cairn wrap --agent`).
+    pub delivery: &'static str,
+    pub state: State,
+}
+
+/// Starts revision N+1 of `id`: the feedback since the last revision is sent, and the agent
+/// goes back to work:
+/// - a wrap session whose `cairn wrap` is still running: executing; the feedback is typed into
+///   its terminal as the user's next message;
+/// - an MCP session: executing; its client gets the feedback from `review_wait`;
+/// - a script or LLM agent: queued; the re-run's prompt carries the feedback and the previous
+///   proposal, which the re-run starts from;
+/// - a wrap session that ended: reviewing, until `cairn wrap --agent ID` re-runs it with the
+///   feedback appended to its command line.
+pub fn revise(project: &Project, id: &str) -> Result<ReviseReport> {
+    let _lock = super::lock::acquire(project)?;
+    let rec = project.bin()?.get(id)?;
+    let (to, delivery) = match rec.provider {
+        Provider::Wrap if rec.worker.is_some_and(worker_alive) => (State::Executing, "terminal"),
+        Provider::Wrap => (State::Reviewing, "command line"),
+        Provider::Mcp => (State::Executing, "review_wait"),
+        Provider::File | Provider::Inline | Provider::Llm => (State::Queued, "prompt"),
+    };
+    let unsent = project.bin()?.unsent_feedback(id)?;
+    let why = if unsent.is_empty() { "revise requested".to_string() } else { format!("{} piece(s) of feedback sent", unsent.len()) };
+    let (revision, sent) = start(project, id, to, &why)?;
+    if to == State::Queued {
+        if let Some(o) = project.existing_overlay(id)? {
+            o.kv_set(REVISING, &revision.to_string())?;
+        }
+    }
+    if let (Some(w), State::Executing) = (rec.worker, to) {
+        project.bin()?.keep_worker(id, w)?;
+    }
+    if rec.provider == Provider::Mcp {
+        crate::tasks::sessions::reopen_for_revision(project, id)?;
+    }
+    Ok(ReviseReport { id: id.to_string(), revision, sent: sent.len(), delivery, state: to })
+}
+
+/// The overlay key that keeps a revised run's overlay: the re-run starts from its proposal.
+pub const REVISING: &str = "revising";
+
+/// The next revision: its baseline snapshot (what was reviewed), the overlay back in place,
+/// the move in `bin.db`. Shared by [`revise`] and a live agent writing again after its turn.
+pub fn start(project: &Project, id: &str, to: State, why: &str) -> Result<(u32, Vec<Feedback>)> {
+    project.unarchive_overlay(id)?;
+    if let Some(o) = project.existing_overlay(id)? {
+        let reviewed = o.snapshot_get(0)?;
+        o.snapshot_put(1, &reviewed)?;
+    }
+    project.bin()?.start_revision(id, to, why)
+}
+
+/// Keeps the proposal as it reaches review (slot 0): the left side of the next revision's
+/// interdiff. Called whenever an agent reaches reviewing.
+pub fn snapshot(project: &Project, id: &str) -> Result<()> {
+    let Some(o) = project.existing_overlay(id)? else { return Ok(()) };
+    let files: Vec<(String, Option<Vec<u8>>)> = changes(project, id)?.into_iter().map(|c| (c.path, c.new)).collect();
+    o.snapshot_put(0, &files)
+}
+
+/// What changed in the proposal since the user last reviewed it: for each path of the
+/// reviewed proposal or the current one, the reviewed version (else the project's) against
+/// the current one (else the project's). Revision 1 has no earlier review: the whole
+/// proposal.
+pub fn since_review(project: &Project, id: &str) -> Result<Vec<FileChange>> {
+    let now = changes(project, id)?;
+    let Some(o) = project.existing_overlay(id)? else { return Ok(now) };
+    if project.bin()?.revision(id)? <= 1 {
+        return Ok(now);
+    }
+    let reviewed = o.snapshot_get(1)?;
+    let mut out = Vec::new();
+    let mut paths: Vec<&str> = reviewed.iter().map(|(p, _)| p.as_str()).chain(now.iter().map(|c| c.path.as_str())).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    for path in paths {
+        let cur = now.iter().find(|c| c.path == path);
+        let project_now = || crate::store::fsx::read(&project.root, path).map(|r| r.map(|(b, _)| b));
+        let new = match cur {
+            Some(c) => c.new.clone(),
+            None => project_now()?,
+        };
+        let old = match reviewed.iter().find(|(p, _)| p == path) {
+            Some((_, c)) => c.clone(),
+            None => cur.map_or_else(project_now, |c| Ok(c.old.clone()))?,
+        };
+        if old == new {
+            continue;
+        }
+        let kind = match (&old, &new) {
+            (None, _) => ChangeKind::Added,
+            (_, None) => ChangeKind::Deleted,
+            _ => ChangeKind::Modified,
+        };
+        out.push(FileChange::plain(path, kind, old, new));
+    }
+    Ok(out)
+}
+
+/// For each hunk of `path` in the proposal (current file → proposal), whether it changed
+/// since the user last reviewed (`false` everywhere in revision 1).
+pub fn revised_hunks(reviewed: Option<&[(String, Option<Vec<u8>>)]>, path: &str, current: &[u8], proposed: &[u8], hunks: &[Hunk]) -> Vec<bool> {
+    let Some(reviewed) = reviewed else { return vec![false; hunks.len()] };
+    let before = reviewed.iter().find(|(p, _)| p == path).map_or(current, |(_, c)| c.as_deref().unwrap_or_default());
+    let inter = new_ranges(&hunks_between(before, proposed));
+    new_ranges(hunks).into_iter().map(|(s, e)| inter.iter().any(|&(a, b)| s < b.max(a + 1) && a < e.max(s + 1))).collect()
+}
+
+/// The line ranges hunks occupy in the new side (0-based, end exclusive).
+fn new_ranges(hunks: &[Hunk]) -> Vec<(usize, usize)> {
+    let mut shift: isize = 0;
+    hunks
+        .iter()
+        .map(|h| {
+            let start = (h.old_start as isize + shift).max(0) as usize;
+            shift += h.added.len() as isize - h.removed.len() as isize;
+            (start, start + h.added.len())
+        })
+        .collect()
+}
+
+/// `cairn log ID`: the revisions of a proposal with the feedback each one sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogReport {
+    pub id: String,
+    pub state: State,
+    pub revision: u32,
+    pub revisions: Vec<Revision>,
+    pub feedback: Vec<Feedback>,
+}
+
+pub fn log(project: &Project, id: &str) -> Result<LogReport> {
+    let bin = project.bin()?;
+    let rec = bin.get(id)?;
+    Ok(LogReport { id: id.to_string(), state: rec.state, revision: rec.revision, revisions: bin.revisions_of(id)?, feedback: bin.feedback_of(id)? })
+}
+
+/// Refuses feedback on an agent that cannot take it.
+pub fn check_reviewable(project: &Project, id: &str, action: &str) -> Result<()> {
+    let rec = project.bin()?.get(id)?;
+    if rec.state.is_revisable() || rec.state.is_running() {
+        return Ok(());
+    }
+    Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: action.to_string() })
+}
