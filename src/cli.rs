@@ -295,10 +295,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     let (cmd, json) = match cli.command {
         // Handled by `main` before logging starts.
         Cmd::Sandbox { .. } | Cmd::Confine { .. } => return Ok(0),
-        Cmd::Nvim => {
-            let project = open_project(root, home, false)?;
-            return crate::host::run(project).map(|_| 0);
-        }
+        Cmd::Nvim => return crate::host::run(open_project(root, home, false)?).map(|_| 0),
         Cmd::Up => {
             let project = open_project(root, home, false)?;
             project.ensure_initialized()?;

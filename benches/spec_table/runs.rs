@@ -55,7 +55,7 @@ pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
     via_up(c, rows, &mut ids);
     via_mcp(c, rows);
 
-    let v: Vec<Duration> = ids.iter().map(|id| time(|| command::execute(&c.p, Command::Reject { id: id.clone() }).expect("reject")).0).collect();
+    let v: Vec<Duration> = ids.iter().map(|id| time(|| command::execute(&c.p, Command::Reject { id: id.clone(), reason: None }).expect("reject")).0).collect();
     done(rows, Row::new("reject", "reject", Stat::ms(&v), "< 5 ms"));
 }
 

@@ -166,7 +166,7 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
         if ghost_dirty {
             let payload = {
                 let h = h.clone();
-                tokio::task::spawn_blocking(move || h.ghost_payload()).await
+                tokio::task::spawn_blocking(move || views::ghost_payload(&h.project, h.shown_agent()?)).await
             };
             if let Ok(Ok(payload)) = payload {
                 if shown.as_ref() != Some(&payload) {
@@ -226,23 +226,6 @@ impl Handler {
         Ok(candidates.last().map(|r| r.id.clone()))
     }
 
-    /// The ghost text of the shown agent: absolute paths to hunks, or `{}` when none.
-    fn ghost_payload(&self) -> Result<serde_json::Value> {
-        let Some(id) = self.shown_agent()? else { return Ok(serde_json::json!({})) };
-        let rec = self.project.bin()?.get(&id)?;
-        let Output::Hunks { files, .. } = command::execute(&self.project, Command::Hunks { id: id.clone() })? else {
-            return Ok(serde_json::json!({}));
-        };
-        let summary = rec.submission.as_ref().and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or("").to_string();
-        let files: serde_json::Map<String, serde_json::Value> = files
-            .into_iter()
-            .map(|f| (self.project.root.join(&f.path).display().to_string(), serde_json::json!({ "path": f.path, "kind": f.kind, "hunks": f.hunks, "revised": f.revised, "conflicts": f.conflicts, "file_conflict": f.file_conflict })))
-            .collect();
-        let change = self.project.bin()?.jj_get(&id)?.filter(|j| j.status == "proposed").map(|j| j.change.chars().take(8).collect::<String>());
-        let agent = serde_json::json!({ "id": id, "summary": summary, "checks": views::task_checks(&self.project, &id), "jj": change, "state": rec.state, "in_progress": rec.state.is_running(), "revision": rec.revision });
-        Ok(serde_json::json!({ "agent": agent, "files": files }))
-    }
-
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
     fn dispatch(&self, method: &str, args: &Args) -> std::result::Result<Result<serde_json::Value>, Value> {
         let project = &self.project;
@@ -296,7 +279,7 @@ impl Handler {
                 serde_json::json!({ "id": id })
             }),
             "preview" => self.target(args.str("id")).and_then(|id| self.preview(&id, args)),
-            "ghost" => self.ghost_payload(),
+            "ghost" => self.shown_agent().and_then(|id| views::ghost_payload(project, id)),
             "tasks" => cairn_core::tasks::list(project, &Default::default()).map(|t| serde_json::json!({ "tasks": t })),
             "log" => self.target(args.str("id")).and_then(|id| views::agent_log(project, &id)),
             "health" => Ok(self.health()),

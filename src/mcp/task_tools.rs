@@ -88,7 +88,7 @@ impl Server {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
-        self.core(&ctx, move |p, _| sessions::get_with_review(p, &session)).await
+        self.core(&ctx, move |p, _| cairn_core::tasks::review_wait::get_with_review(p, &session)).await
     }
 
     #[tool(description = "After session_finish: wait until the human has reviewed your proposal. Returns the decision (accepted, rejected, undone) or, when they ask for a revision, their feedback (reasons, notes on lines, which hunks were accepted or rejected): then revise in the same session, session_finish and review_wait again. Each piece of feedback is returned once.")]
@@ -101,7 +101,7 @@ impl Server {
         let actor = self.actor(&ctx);
         loop {
             let (project, s, who) = (std::sync::Arc::clone(&self.project), session.clone(), actor.clone());
-            let out = tokio::task::spawn_blocking(move || sessions::review_poll(&project, &who, &s)).await.map_err(super::internal)?;
+            let out = tokio::task::spawn_blocking(move || cairn_core::tasks::review_wait::review_poll(&project, &who, &s)).await.map_err(super::internal)?;
             match out {
                 Ok(Some(v)) => {
                     if v["decision"] == "revise" {

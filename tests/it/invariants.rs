@@ -135,7 +135,7 @@ fn reject_discards_and_changes_nothing() {
     let f = Fixture::with_files(&[("a.txt", "a")]);
     let tree = f.tree();
     let s = f.run_ok("write_file('a.txt', 'b')");
-    let out = command::execute(&f.project(), Command::Reject { id: s.id.clone() }).unwrap();
+    let out = command::execute(&f.project(), Command::Reject { id: s.id.clone(), reason: None }).unwrap();
     assert!(matches!(out, Output::Agent(ref st) if st.state.as_str() == "rejected"));
     assert_eq!(f.tree(), tree);
     assert!(!f.root.join(format!(".agentfs/agent-{}.db", s.id)).exists(), "overlay not discarded");

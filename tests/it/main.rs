@@ -27,6 +27,8 @@ mod mcp_tools;
 mod protected;
 mod pyfiles;
 mod review;
+mod review_mcp;
+mod review_loop;
 mod runs;
 mod llm;
 mod sandbox;

@@ -7,26 +7,26 @@ use crate::support::*;
 use std::process::Command;
 
 /// A tmux server of its own (a socket in a temp dir), killed on drop.
-struct Tmux {
+pub struct Tmux {
     dir: tempfile::TempDir,
 }
 
 impl Tmux {
-    fn new() -> Tmux {
+    pub fn new() -> Tmux {
         Tmux { dir: tempfile::tempdir().unwrap() }
     }
-    fn cmd(&self, args: &[&str]) -> String {
+    pub fn cmd(&self, args: &[&str]) -> String {
         let out = Command::new("tmux").arg("-S").arg(self.dir.path().join("sock")).args(args).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
-    fn pane(&self) -> String {
+    pub fn pane(&self) -> String {
         self.cmd(&["capture-pane", "-p", "-t", "t"])
     }
-    fn wait_for(&self, what: &str) {
+    pub fn wait_for(&self, what: &str) {
         self.wait_count(what, 1);
     }
     /// Until `what` shows `n` times (a typed command line shows it once before it runs).
-    fn wait_count(&self, what: &str, n: usize) {
+    pub fn wait_count(&self, what: &str, n: usize) {
         wait_until(30, what, || self.pane().matches(what).count() >= n);
     }
 }
@@ -37,7 +37,7 @@ impl Drop for Tmux {
     }
 }
 
-fn cairn_line(f: &Fixture, rest: &str) -> String {
+pub fn cairn_line(f: &Fixture, rest: &str) -> String {
     format!("{} --project-root {} --cairn-home {} {rest}", exe().display(), f.root.display(), f.home.display())
 }
 

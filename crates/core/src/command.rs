@@ -288,19 +288,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let rec = with_jj(project, &id, review::reject(project, &id, reason.as_deref()))?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
-        Command::Comment { id, path, lines, text } => {
-            let id = resolve(project, &id)?;
-            review::feedback::comment(project, &id, &path, lines, &text)?;
-            Ok(Output::Commented { id })
-        }
-        Command::Revise { id } => {
-            let id = resolve(project, &id)?;
-            Ok(Output::Revised(with_jj(project, &id, review::revise::revise(project, &id))?))
-        }
-        Command::Log { id } => {
-            let id = resolve(project, &id)?;
-            Ok(Output::Log(review::revise::log(project, &id)?))
-        }
+        Command::Comment { .. } | Command::Revise { .. } | Command::Log { .. } => review_loop(project, cmd),
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
             Ok(Output::Undone(with_jj(project, &id, review::undo(project, &id))?))
@@ -326,6 +314,31 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Hunk(with_jj(project, &id, review::reject_hunk(project, &id, &path, &hunk, reason.as_deref()))?))
         }
         Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
+    }
+}
+
+/// The review loop's commands: notes, revise, the log of revisions.
+fn review_loop(project: &Project, cmd: Command) -> Result<Output> {
+    match cmd {
+        Command::Comment { id, path, lines, text } => {
+            let id = resolve(project, &id)?;
+            review::feedback::comment(project, &id, &path, lines, &text)?;
+            Ok(Output::Commented { id })
+        }
+        Command::Revise { id } => {
+            let id = resolve(project, &id)?;
+            let revised = with_jj(project, &id, review::revise::revise(project, &id, &crate::orchestrator::worker_alive))?;
+            // An MCP agent's session opens again for the next revision.
+            if project.bin()?.get(&id)?.provider == Provider::Mcp {
+                crate::tasks::review_wait::reopen_for_revision(project, &id)?;
+            }
+            Ok(Output::Revised(revised))
+        }
+        Command::Log { id } => {
+            let id = resolve(project, &id)?;
+            Ok(Output::Log(review::revise::log(project, &id)?))
+        }
+        other => execute(project, other),
     }
 }
 

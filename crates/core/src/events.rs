@@ -9,6 +9,10 @@
 use crate::lifecycle::State;
 use serde::{Deserialize, Serialize};
 
+/// The tools whose completion changes a proposal (the externals that write, and commands an
+/// agent runs): a live agent's ghost text follows them.
+pub const WRITING_TOOLS: &[&str] = &["write_file", "edit_lines", "edit_file", "move_file", "delete_file", "run_command", "session_exec"];
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -101,7 +105,7 @@ impl EventKind {
     /// True for events that change no proposal (the host skips its ghost-text refresh).
     pub fn is_activity(&self) -> bool {
         matches!(self, EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. })
-            || matches!(self, EventKind::ToolCompleted { tool, .. } if !crate::externals::External::writes_by_name(tool))
+            || matches!(self, EventKind::ToolCompleted { tool, .. } if !WRITING_TOOLS.contains(&tool.as_str()))
     }
 }
 

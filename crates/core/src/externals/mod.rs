@@ -56,12 +56,7 @@ closed_set! {
 impl External {
     /// Does the call change the proposal (so a live agent's ghost text follows it)?
     pub fn writes(self) -> bool {
-        matches!(self, External::WriteFile | External::EditLines | External::EditFile | External::MoveFile | External::DeleteFile)
-    }
-
-    /// [`External::writes`] of a name as events record it (MCP tools too).
-    pub fn writes_by_name(name: &str) -> bool {
-        name.parse::<External>().is_ok_and(External::writes) || matches!(name, "run_command" | "session_exec")
+        crate::events::WRITING_TOOLS.contains(&self.as_str())
     }
 
     /// The Python signature, as the LLM prompt shows it.

@@ -142,14 +142,6 @@ fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
 /// conflicts with them is refused unless `force`. Journaled before the write, like a whole
 /// accept: undo gives back the file as it was before the first hunk landed.
 pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
-    let report = accept_hunk_inner(project, id, path, hunk, force)?;
-    if !report.finished_interrupted {
-        super::feedback::record_hunk(project, id, path, hunk, true, None)?;
-    }
-    Ok(report)
-}
-
-fn accept_hunk_inner(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
     let _lock = super::lock::acquire(project)?;
     atomic::remove_temps(&project.root, crate::paths::parent(path))?;
     if let Some(report) = finish_pending(project, id)? {
@@ -172,7 +164,7 @@ fn accept_hunk_inner(project: &Project, id: &str, path: &str, hunk: &Hunk, force
     };
     // The choice is kept by content before anything lands: a re-run after a crash finishes
     // this very hunk (numbers shift once it is in the file).
-    let pending = Pending { path: path.to_string(), updated: hash_bytes(&updated).to_vec(), mode, agent_new: hash_bytes(bytes(&change.new)).to_vec() };
+    let pending = Pending { path: path.to_string(), updated: hash_bytes(&updated).to_vec(), mode, agent_new: hash_bytes(bytes(&change.new)).to_vec(), hunk: Some(hunk.clone()) };
     overlay.kv_set(PENDING, &serde_json::to_string(&pending)?)?;
     project.bin()?.journal_hunk(id, &entry)?;
     atomic::write_atomic(&project.root, path, &updated, mode)?;
@@ -191,6 +183,9 @@ struct Pending {
     mode: u32,
     /// Hash of the agent's whole new version (what the proposal keeps).
     agent_new: Vec<u8>,
+    /// The hunk, for the agent's feedback.
+    #[serde(default)]
+    hunk: Option<Hunk>,
 }
 
 /// The bookkeeping after a hunk is in the file: index, overlay, the decision, the agent.
@@ -201,6 +196,9 @@ fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &
     }
     let remaining = hunks_between(updated, agent_new).len();
     project.bin()?.decide_hunk(id, &p.path, true)?;
+    if let Some(h) = &p.hunk {
+        super::feedback::record_hunk(project, id, &p.path, h, true, None)?;
+    }
     overlay.kv_delete(PENDING)?;
     let state = settle(project, id, overlay)?;
     Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, state, finished_interrupted: false })

@@ -11,7 +11,6 @@ use super::diff::{changes, ChangeKind, FileChange};
 use super::hunks::{hunks_between, Hunk};
 use crate::error::{Error, Result};
 use crate::lifecycle::{Provider, State};
-use crate::orchestrator::worker_alive;
 use crate::project::Project;
 use crate::store::bin::{Feedback, Revision};
 use serde::Serialize;
@@ -38,11 +37,12 @@ pub struct ReviseReport {
 ///   proposal, which the re-run starts from;
 /// - a wrap session that ended: reviewing, until `cairn wrap --agent ID` re-runs it with the
 ///   feedback appended to its command line.
-pub fn revise(project: &Project, id: &str) -> Result<ReviseReport> {
+/// `alive` says whether a worker (a wrap session's `cairn wrap`) still runs.
+pub fn revise(project: &Project, id: &str, alive: &dyn Fn(crate::store::bin::Worker) -> bool) -> Result<ReviseReport> {
     let _lock = super::lock::acquire(project)?;
     let rec = project.bin()?.get(id)?;
     let (to, delivery) = match rec.provider {
-        Provider::Wrap if rec.worker.is_some_and(worker_alive) => (State::Executing, "terminal"),
+        Provider::Wrap if rec.worker.is_some_and(alive) => (State::Executing, "terminal"),
         Provider::Wrap => (State::Reviewing, "command line"),
         Provider::Mcp => (State::Executing, "review_wait"),
         Provider::File | Provider::Inline | Provider::Llm => (State::Queued, "prompt"),
@@ -57,9 +57,6 @@ pub fn revise(project: &Project, id: &str) -> Result<ReviseReport> {
     }
     if let (Some(w), State::Executing) = (rec.worker, to) {
         project.bin()?.keep_worker(id, w)?;
-    }
-    if rec.provider == Provider::Mcp {
-        crate::tasks::sessions::reopen_for_revision(project, id)?;
     }
     Ok(ReviseReport { id: id.to_string(), revision, sent: sent.len(), delivery, state: to })
 }

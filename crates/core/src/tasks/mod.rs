@@ -11,6 +11,7 @@
 
 pub mod checks;
 pub mod sessions;
+pub mod review_wait;
 pub mod exec;
 
 use crate::error::{Error, Result};

@@ -24,7 +24,7 @@ pub struct Session {
     pub health: String,
 }
 
-fn with_health(row: SessionRow) -> Session {
+pub(super) fn with_health(row: SessionRow) -> Session {
     let health = if row.status != "active" {
         row.status.clone()
     } else if crate::time::now_ms() - row.heartbeat_ms > STALLED_AFTER_MS {
@@ -98,7 +98,7 @@ pub fn open(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
 }
 
 /// Session `id` if `actor` owns it, in any status.
-fn owned(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
+pub(super) fn owned(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
     let s = project.bin()?.session_get(id)?;
     if s.actor != actor {
         return Err(Error::Usage(format!("session {id} belongs to {}", s.actor)));
@@ -306,61 +306,6 @@ pub fn end_implicit(project: &Project, actor: &str, id: &str, summary: &str) -> 
 /// A session by id.
 pub fn get_session(project: &Project, id: &str) -> Result<Session> {
     Ok(with_health(project.bin()?.session_get(id)?))
-}
-
-/// `session_get`: the session, its proposal's state and revision, and the feedback on it
-/// (each piece with whether it was delivered).
-pub fn get_with_review(project: &Project, id: &str) -> Result<serde_json::Value> {
-    let s = get_session(project, id)?;
-    let bin = project.bin()?;
-    let rec = bin.get(&s.row.agent)?;
-    let mut v = serde_json::to_value(&s)?;
-    v["state"] = serde_json::json!(rec.state);
-    v["revision"] = serde_json::json!(rec.revision);
-    v["feedback"] = serde_json::to_value(bin.feedback_of(&s.row.agent)?)?;
-    Ok(v)
-}
-
-/// One look for `review_wait`: `Some` once there is something to tell the client (the
-/// feedback of a revise, delivered here once; or the user's decision), `None` while its
-/// proposal waits for the user.
-pub fn review_poll(project: &Project, actor: &str, id: &str) -> Result<Option<serde_json::Value>> {
-    let s = owned(project, actor, id)?;
-    let base = |rec: &crate::store::bin::AgentRecord| serde_json::json!({ "session": id, "agent": s.agent, "state": rec.state, "revision": rec.revision });
-    if let Some(text) = crate::review::feedback::take(project, &s.agent, "review_wait")? {
-        let rec = project.bin()?.get(&s.agent)?;
-        let mut v = base(&rec);
-        v["decision"] = "revise".into();
-        v["feedback"] = text.into();
-        v["next"] = "Revise your proposal with the file tools in this same session, then call session_finish and review_wait again.".into();
-        return Ok(Some(v));
-    }
-    let rec = project.bin()?.get(&s.agent)?;
-    let mut v = base(&rec);
-    match rec.state {
-        State::Reviewing | State::Submitting => return Ok(None),
-        State::Accepted => v["decision"] = "accepted".into(),
-        State::Rejected => v["decision"] = "rejected".into(),
-        State::Undone => v["decision"] = "undone".into(),
-        State::Errored => v["decision"] = "errored".into(),
-        _ => {
-            v["decision"] = "working".into();
-            v["next"] = "The session is open: make your changes, call session_finish, then review_wait.".into();
-        }
-    }
-    Ok(Some(v))
-}
-
-/// A revise of an MCP agent: its session is open again for the next revision.
-pub fn reopen_for_revision(project: &Project, agent: &str) -> Result<()> {
-    let bin = project.bin()?;
-    let Some(mut s) = bin.session_list(None)?.into_iter().rev().find(|s| s.agent == agent) else { return Ok(()) };
-    if s.status != "active" {
-        s.status = "active".into();
-        s.heartbeat_ms = crate::time::now_ms();
-        bin.session_update(&s)?;
-    }
-    Ok(())
 }
 
 /// Runs `f` with a [`crate::externals::Host`] on the session's overlay: the same host as a

@@ -146,7 +146,9 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     };
     let exit = ran.exit;
     let network = if matches!(req.network, runbox::wrap::Network::Host) { "; network: host (opted in)" } else { "" };
-    let changed = finish(project, agent, &staged, &dir, &mut live.seen, &format!("`{}` {exit}{network}", opts.argv.join(" ")))?;
+    // The command line may carry delivered feedback: its first line names it.
+    let shown: String = crate::display::escape_line(opts.argv.join(" ").lines().next().unwrap_or("")).chars().take(200).collect();
+    let changed = finish(project, agent, &staged, &dir, &mut live.seen, &format!("`{shown}` {exit}{network}"))?;
     if let Some(e) = sync_error {
         return Err(e);
     }

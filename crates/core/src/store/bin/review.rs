@@ -151,6 +151,17 @@ impl Bin {
         let tx = self.write_tx()?;
         let (state, revision): (String, u32) = tx.query_row("SELECT state, revision FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?.ok_or_else(|| Error::UnknownAgent(id.to_string()))?;
         let (a, b) = fb.lines.map_or((None, None), |(a, b)| (Some(a), Some(b)));
+        // Recorded once: an action re-run after a kill records the same piece again.
+        let same = tx
+            .query_row(
+                "SELECT 1 FROM feedback WHERE agent_id = ?1 AND revision = ?2 AND kind = ?3 AND path IS ?4 AND line_start IS ?5 AND line_end IS ?6 AND text = ?7 AND sent_in IS NULL",
+                params![id, revision, fb.kind.as_str(), fb.path, a, b, fb.text],
+                |_| Ok(()),
+            )
+            .optional()?;
+        if same.is_some() {
+            return Ok(());
+        }
         tx.execute(
             "INSERT INTO feedback(agent_id, revision, kind, path, line_start, line_end, text, ts_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![id, revision, fb.kind.as_str(), fb.path, a, b, fb.text, crate::time::now_ms()],
@@ -242,8 +253,8 @@ impl Bin {
         let tx = self.write_tx()?;
         tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1 AND accepted", [id])?;
-        tx.execute("UPDATE agents SET undone = 1 WHERE id = ?1", [id])?;
-        apply_transition(&tx, id, State::Undone, &TransitionExtra { message: Some("undone: its change is out of the project again"), ..Default::default() })?;
+        // The move to `undone` is reported by its one `undone` event.
+        tx.execute("UPDATE agents SET undone = 1, state = ?2, state_changed_ms = ?3 WHERE id = ?1", params![id, State::Undone.as_str(), crate::time::now_ms()])?;
         insert_event(&tx, id, State::Undone, &EventKind::Undone)?;
         tx.commit()?;
         self.forget_old(id);
