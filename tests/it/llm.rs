@@ -11,20 +11,20 @@ use std::time::{Duration, Instant};
 
 /// One recorded request.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    auth: Option<String>,
-    body: Value,
+pub struct Seen {
+    pub path: String,
+    pub auth: Option<String>,
+    pub body: Value,
 }
 
 /// A scripted OpenAI-compatible server: answers each request with the next `(status, body)`.
-struct FakeLlm {
-    url: String,
+pub struct FakeLlm {
+    pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl FakeLlm {
-    fn start(replies: Vec<(u16, String)>) -> FakeLlm {
+    pub fn start(replies: Vec<(u16, String)>) -> FakeLlm {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -62,16 +62,16 @@ impl FakeLlm {
         FakeLlm { url, seen }
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
 
-fn completion(content: &str) -> (u16, String) {
+pub fn completion(content: &str) -> (u16, String) {
     (200, json!({ "choices": [{ "message": { "role": "assistant", "content": content } }] }).to_string())
 }
 
-fn llm_config(f: &Fixture, endpoint: &str, extra: &str) {
+pub fn llm_config(f: &Fixture, endpoint: &str, extra: &str) {
     f.home_config(&format!("[llm]\nendpoint = \"{endpoint}\"\nmodel = \"test-model\"\napi_key_env = \"CAIRN_TEST_KEY\"\ntimeout_seconds = 5\n{extra}"));
 }
 

@@ -70,3 +70,50 @@ fn an_interactive_agent_is_reviewed_turn_by_turn_and_gets_the_reason_once() {
     t.cmd(&["send-keys", "-t", "t", "bye", "Enter"]);
     t.wait_for("EXIT=0");
 }
+
+/// A `cairn up` that can call the scripted model.
+fn up_with_key(f: &Fixture) -> Up {
+    let child = f.cmd().env("CAIRN_TEST_KEY", "sk-test").arg("up").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    Up { child }
+}
+
+#[test]
+fn an_llm_agent_gets_the_reason_in_its_revised_prompt_once_across_kills() {
+    use crate::llm::{completion, llm_config, FakeLlm};
+    let f = Fixture::with_files(&[("a.txt", LINES)]);
+    let v1 = "```python\nt = read_file('a.txt').replace('l2\\n', 'NEW2\\n').replace('l9\\n', 'NEW9\\n')\nwrite_file('a.txt', t)\n```\n";
+    let v2 = "```python\nt = read_file('a.txt').replace('l9\\n', 'REVISED9\\n')\nwrite_file('a.txt', t)\n```\n";
+    let server = FakeLlm::start(vec![completion(v1), completion(v2)]);
+    llm_config(&f, &server.url, "");
+    let r = Run::from(f.cmd().env("CAIRN_TEST_KEY", "sk-test").args(["run", "--provider", "llm", "rename two lines"]).output().unwrap());
+    let id = r.stdout.trim().to_string();
+    assert_eq!(status(&f, &id)["state"], "reviewing", "{r:?}");
+    f.cairn(&["accept-hunk", &id, "a.txt", "1"]).ok();
+    f.cairn(&["reject-hunk", &id, "a.txt", "1", "--reason", "R-TOKEN use REVISED9"]).ok();
+    // Cairn is killed between the reason and its delivery: nothing was running it then.
+    let mut up = up_with_key(&f);
+    up.kill9();
+    let revised = f.cairn(&["revise", &id, "--json"]).ok().json();
+    assert_eq!((revised["delivery"].as_str(), revised["state"].as_str()), (Some("prompt"), Some("queued")), "{revised}");
+    let mut up = up_with_key(&f);
+    wait_until(60, "revision 2 to reach review", || status(&f, &id)["state"] == "reviewing");
+    up.kill9();
+    // Another start: nothing is delivered again (no third request, the log says once).
+    let mut again = up_with_key(&f);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "one request per revision");
+    let prompt = seen[1].body["messages"].to_string();
+    assert_eq!(prompt.matches("R-TOKEN use REVISED9").count(), 1, "the reason, once: {prompt}");
+    assert!(prompt.contains("+NEW9"), "the previous proposal is in the prompt: {prompt}");
+    assert!(!seen[0].body["messages"].to_string().contains("R-TOKEN"));
+    let log = f.cairn(&["log", &id, "--json"]).ok().json();
+    let via: Vec<&str> = log["feedback"].as_array().unwrap().iter().map(|fb| fb["delivered_via"].as_str().unwrap_or("-")).collect();
+    assert_eq!(via, ["prompt", "prompt"], "{log}");
+    assert_eq!(status(&f, &id)["revision"], 2);
+    let inter = f.cairn(&["diff", &id, "--since-review"]).ok().stdout;
+    assert!(inter.contains("-NEW9") && inter.contains("+REVISED9"), "{inter}");
+    again.kill9();
+    assert_eq!(server.seen().len(), 2);
+    f.cairn(&["accept", &id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), LINES.replace("l2\n", "NEW2\n").replace("l9\n", "REVISED9\n"));
+}

@@ -183,10 +183,10 @@ fn revised_task(project: &Project, rec: &AgentRecord) -> Result<String> {
     if rec.provider != crate::lifecycle::Provider::Llm || rec.revision <= 1 {
         return Ok(rec.task.clone());
     }
-    let previous = crate::review::unified(&crate::review::changes(project, &rec.id)?);
+    let previous = crate::review::unified(&crate::review::revise::reviewed(project, &rec.id)?);
     let Some(feedback) = crate::review::feedback::take(project, &rec.id, "prompt")? else { return Ok(rec.task.clone()) };
     Ok(format!(
-        "{}\n\nThis is revision {} of your proposal. The project as your script sees it already contains your previous proposal:\n```diff\n{}```\n{}\nWrite a script that revises the proposal accordingly.",
+        "{}\n\nThis is revision {} of your proposal. What you proposed last time, against the project as it is now:\n```diff\n{}```\n{}\nThe project as your script sees it holds what was accepted and what was not decided; rejected changes were dropped. Write a script that revises the proposal accordingly.",
         rec.task, rec.revision, previous, feedback
     ))
 }

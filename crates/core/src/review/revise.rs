@@ -122,6 +122,24 @@ pub fn since_review(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     Ok(out)
 }
 
+/// What the user last reviewed (before any decision on it) against the project as it is now.
+pub fn reviewed(project: &Project, id: &str) -> Result<Vec<FileChange>> {
+    let Some(o) = project.existing_overlay(id)? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (path, content) in o.snapshot_get(1)? {
+        let now = crate::store::fsx::read(&project.root, &path)?.map(|(b, _)| b);
+        if now != content {
+            let kind = match (&now, &content) {
+                (None, _) => ChangeKind::Added,
+                (_, None) => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
+            out.push(FileChange::plain(&path, kind, now, content));
+        }
+    }
+    Ok(out)
+}
+
 /// For each hunk of `path` in the proposal (current file → proposal), whether it changed
 /// since the user last reviewed (`false` everywhere in revision 1).
 pub fn revised_hunks(reviewed: Option<&[(String, Option<Vec<u8>>)]>, path: &str, current: &[u8], proposed: &[u8], hunks: &[Hunk]) -> Vec<bool> {
