@@ -79,7 +79,10 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             for s in agents {
                 let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
                 let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
-                let state = if s.accept_pending { format!("{} (accept pending)", s.state) } else { s.state.to_string() };
+                let mut state = if s.accept_pending { format!("{} (accept pending)", s.state) } else { s.state.to_string() };
+                if s.revision > 1 {
+                    state.push_str(&format!(" r{}", s.revision));
+                }
                 outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
         }

@@ -97,7 +97,11 @@ local function describe(s)
   if type(s.jj) == 'table' and type(s.jj.change) == 'string' and s.jj.change ~= '' then
     jj = '  jj ' .. s.jj.change:sub(1, 8) .. (s.jj.status ~= 'proposed' and (' (' .. tostring(s.jj.status) .. ')') or '')
   end
-  return string.format('%s  %-10s %s%s%s', s.id, s.state, summary ~= '' and summary or s.task, err, jj)
+  local state = s.in_progress == true and (s.state .. ' (in progress)') or s.state
+  if type(s.revision) == 'number' and s.revision > 1 then
+    state = state .. ' r' .. s.revision
+  end
+  return string.format('%s  %-10s %s%s%s', s.id, state, summary ~= '' and summary or s.task, err, jj)
 end
 
 --- `:CairnListTasks`: every agent with its state; choosing one selects it.

@@ -114,7 +114,14 @@ impl Server {
                 Err(e) => return Ok(super::refused(&e)),
             }
             if tokio::time::Instant::now() >= deadline {
-                return Ok(done(json!({ "session": session, "decision": "waiting", "next": "Still under review: call review_wait again." }), None));
+                let (project, s) = (std::sync::Arc::clone(&self.project), session.clone());
+                let get = tokio::task::spawn_blocking(move || cairn_core::tasks::review_wait::get_with_review(&project, &s)).await.map_err(super::internal)?;
+                let (agent, state, revision) = match &get {
+                    Ok(v) => (v["agent"].clone(), v["state"].clone(), v["revision"].clone()),
+                    Err(_) => (json!(null), json!(null), json!(null)),
+                };
+                let next = "Still under review: call review_wait again.";
+                return Ok(done(json!({ "session": session, "agent": agent, "state": state, "revision": revision, "decision": "waiting", "next": next }), None));
             }
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}

@@ -3,27 +3,80 @@ CLIs (Claude Code) in tests: each request that offers tools gets the next step o
 (a tool call, or the final text), chosen by how many tool results the conversation already
 holds. Requests without tools (the CLI's side queries: titles, summaries) get a short text.
 
-Usage: anthropic_stub.py <script.json> <port file>. The script is a JSON list of steps:
-{"tool": NAME, "input": {...}} or {"text": "..."}. Serves until killed; writes its port to
-<port file> once listening, and every request's path and messages to stderr (a JSON line
-each).
+Usage: anthropic_stub.py <script.json> <port file>. The script is either a JSON list of
+steps, {"tool": NAME, "input": {...}} or {"text": "..."}, or, for an interactive session of
+several turns, {"turns": [[step, ...], [step, ...]], "gate_dir": "/path"}: the turn is the
+number of the user's own messages in the conversation (user messages without a tool result)
+minus one, the step within it the number of tool results after the turn's message. A step
+may also say "wait": "NAME": its request is answered only once gate_dir/NAME exists (the
+CLI stays busy meanwhile, so a test can look at what it did so far). The last turn and the
+last step of a turn repeat.
+
+Serves until killed; writes its port to <port file> once listening, and every request's
+path, whether it offered tools, and messages to stderr (a JSON line each).
 """
 import json
+import os
 import sys
+import time
 
 from stub_server import JsonHandler, serve
 
-STEPS = json.load(open(sys.argv[1]))
+SCRIPT = json.load(open(sys.argv[1]))
+
+
+def content_blocks(message):
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def is_tool_result(message):
+    return any(b.get("type") == "tool_result" for b in content_blocks(message))
+
+
+def is_users_own(message):
+    """A message the user wrote: no tool result, and some text beyond the CLI's
+    <system-reminder> blocks (counted once per message, however many blocks it has)."""
+    if message.get("role") != "user" or is_tool_result(message):
+        return False
+    return any(b.get("type") == "text" and not b.get("text", "").lstrip().startswith("<system-reminder>")
+               for b in content_blocks(message))
+
+
+def tool_results(messages):
+    return sum(1 for m in messages for b in content_blocks(m) if b.get("type") == "tool_result")
+
+
+def step_for(messages):
+    """The step answering this conversation, and its tool call's number."""
+    if isinstance(SCRIPT, list):
+        results = tool_results(messages)
+        return SCRIPT[min(results, len(SCRIPT) - 1)], results
+    own = [i for i, m in enumerate(messages) if is_users_own(m)]
+    turns = SCRIPT["turns"]
+    turn = min(max(len(own) - 1, 0), len(turns) - 1)
+    steps = turns[turn]
+    since = messages[own[-1] + 1:] if own else messages
+    results = tool_results(since)
+    return steps[min(results, len(steps) - 1)], f"{len(own) - 1}_{results}"
+
+
+def wait_for_gate(name):
+    gate = os.path.join(SCRIPT["gate_dir"], name)
+    while not os.path.exists(gate):
+        time.sleep(0.05)
 
 
 def blocks_for(body):
     if not body.get("tools"):
         return [{"type": "text", "text": "ok"}], "end_turn"
-    results = sum(1 for m in body.get("messages", []) if isinstance(m.get("content"), list)
-                  for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
-    step = STEPS[min(results, len(STEPS) - 1)]
+    step, n = step_for(body.get("messages", []))
+    if "wait" in step:
+        wait_for_gate(step["wait"])
     if "tool" in step:
-        return [{"type": "tool_use", "id": f"toolu_{results}", "name": step["tool"], "input": step["input"]}], "tool_use"
+        return [{"type": "tool_use", "id": f"toolu_{n}", "name": step["tool"], "input": step["input"]}], "tool_use"
     return [{"type": "text", "text": step["text"]}], "end_turn"
 
 
@@ -39,7 +92,7 @@ class Handler(JsonHandler):
     def do_POST(self):
         body = self.body()
         # What the CLI sent back (tool results included), for the test to read.
-        sys.stderr.write(json.dumps({"path": self.path, "messages": body.get("messages", [])}) + "\n")
+        sys.stderr.write(json.dumps({"path": self.path, "tools": bool(body.get("tools")), "messages": body.get("messages", [])}) + "\n")
         sys.stderr.flush()
         if "count_tokens" in self.path:
             return self.reply(200, {"input_tokens": 10})

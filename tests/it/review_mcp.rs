@@ -200,11 +200,12 @@ fn feedback_of(f: &Fixture, id: &str) -> Vec<Value> {
     log["feedback"].as_array().unwrap_or_else(|| panic!("no feedback in the log: {log}")).clone()
 }
 
-/// Rejects hunk 2 of names.py with a reason, accepts hunk 1 (when `accept_first`), then
-/// `cairn revise`: its delivery is the MCP client's review_wait. Hunk 3 stays undecided: with
-/// every hunk decided the agent would end (accepted) before the revise, and review_wait
-/// could report that end instead of the feedback.
-fn review_and_revise(f: &Fixture, agent: &str, accept_first: bool) {
+/// Rejects hunk 2 of names.py with a reason, then (when `decide_all`) accepts hunks 1 and
+/// 3, which ends the agent `accepted` before the revise: review_wait must not report that end
+/// while the reason waits to be sent. Then `cairn revise`: its delivery is the MCP client's
+/// review_wait.
+fn review_and_revise(f: &Fixture, agent: &str, decide_all: bool) {
+    let accept_first = decide_all;
     let hunks = hunks_of(f, agent, "names.py");
     assert_eq!(hunks.len(), 3, "three separate changes are three hunks: {hunks:?}");
     assert!(hunks[1].to_string().contains("new_name"), "{hunks:?}");
@@ -213,8 +214,13 @@ fn review_and_revise(f: &Fixture, agent: &str, accept_first: bool) {
     if accept_first {
         f.cairn(&["accept-hunk", agent, "names.py", "1"]).ok();
     }
-    assert_eq!(hunks_of(f, agent, "names.py").len(), if accept_first { 1 } else { 2 });
-    assert_eq!(state_of(f, agent), "reviewing");
+    if decide_all {
+        f.cairn(&["accept-hunk", agent, "names.py", "1"]).ok();
+        assert_eq!(state_of(f, agent), "accepted", "every hunk decided ends the agent");
+    } else {
+        assert_eq!(hunks_of(f, agent, "names.py").len(), 2);
+        assert_eq!(state_of(f, agent), "reviewing");
+    }
     let revised = f.cairn(&["revise", agent, "--json"]).ok().json();
     assert_eq!(revised["delivery"], "review_wait", "{revised}");
     assert_eq!(revised["revision"], 2, "{revised}");

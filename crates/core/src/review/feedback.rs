@@ -27,7 +27,7 @@ pub fn record_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, accepte
     let last = first + (hunk.removed.len().max(1) as u32) - 1;
     let kind = if accepted { FeedbackKind::HunkAccepted } else { FeedbackKind::HunkRejected };
     let text = if reason.is_empty() { describe_hunk(hunk) } else { format!("{} — {reason}", describe_hunk(hunk)) };
-    project.bin()?.add_feedback(id, &NewFeedback { kind, path: Some(path), lines: Some((first, last)), text: &text })
+    project.bin()?.add_feedback(id, &NewFeedback { kind, path: Some(path), lines: Some((first, last)), text: &text, reasoned: !reason.is_empty() })
 }
 
 /// A hunk in one line: what it removes and adds (agent bytes, escaped).
@@ -50,7 +50,7 @@ pub fn record_reason(project: &Project, id: &str, reason: &str) -> Result<()> {
     if reason.is_empty() {
         return Ok(());
     }
-    project.bin()?.add_feedback(id, &NewFeedback { kind: FeedbackKind::Reason, path: None, lines: None, text: reason })
+    project.bin()?.add_feedback(id, &NewFeedback { kind: FeedbackKind::Reason, path: None, lines: None, text: reason, reasoned: true })
 }
 
 /// `cairn comment ID PATH:LINE[-LINE] TEXT`: a note on lines of a file (1-based, inclusive).
@@ -67,7 +67,7 @@ pub fn comment(project: &Project, id: &str, path: &str, lines: (u32, u32), text:
     if !rec.state.is_revisable() && !rec.state.is_running() {
         return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "comment (a proposal under review)".into() });
     }
-    project.bin()?.add_feedback(id, &NewFeedback { kind: FeedbackKind::Comment, path: Some(&path), lines: Some(lines), text })
+    project.bin()?.add_feedback(id, &NewFeedback { kind: FeedbackKind::Comment, path: Some(&path), lines: Some(lines), text, reasoned: true })
 }
 
 /// Parses `PATH:LINE` or `PATH:LINE-LINE`.

@@ -34,8 +34,14 @@ pub fn review_poll(project: &Project, actor: &str, id: &str) -> Result<Option<se
         v["next"] = "Revise your proposal with the file tools in this same session, then call session_finish and review_wait again.".into();
         return Ok(Some(v));
     }
-    let rec = project.bin()?.get(&s.agent)?;
+    let bin = project.bin()?;
+    let rec = bin.get(&s.agent)?;
     let mut v = base(&rec);
+    // A decision that came with reasons or notes not sent yet: the user is about to revise
+    // (the last hunk decided ends the agent first), so the wait goes on.
+    if rec.state.is_revisable() && bin.reasons_unsent(&s.agent)? {
+        return Ok(None);
+    }
     match rec.state {
         State::Reviewing | State::Submitting => return Ok(None),
         State::Accepted => v["decision"] = "accepted".into(),

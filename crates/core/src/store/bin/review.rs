@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS feedback(
     ts_ms INTEGER NOT NULL,
     sent_in INTEGER,
     delivered_ms INTEGER,
-    delivered_via TEXT
+    delivered_via TEXT,
+    reasoned INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS feedback_agent ON feedback(agent_id);
 CREATE TABLE IF NOT EXISTS revisions(
@@ -109,6 +110,9 @@ pub struct NewFeedback<'a> {
     pub path: Option<&'a str>,
     pub lines: Option<(u32, u32)>,
     pub text: &'a str,
+    /// The user wrote something for the agent (a reason, a note), beyond a bare decision:
+    /// a revise is expected.
+    pub reasoned: bool,
 }
 
 /// One revision of a proposal.
@@ -163,8 +167,8 @@ impl Bin {
             return Ok(());
         }
         tx.execute(
-            "INSERT INTO feedback(agent_id, revision, kind, path, line_start, line_end, text, ts_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![id, revision, fb.kind.as_str(), fb.path, a, b, fb.text, crate::time::now_ms()],
+            "INSERT INTO feedback(agent_id, revision, kind, path, line_start, line_end, text, ts_ms, reasoned) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![id, revision, fb.kind.as_str(), fb.path, a, b, fb.text, crate::time::now_ms(), fb.reasoned],
         )?;
         let state = state.parse().unwrap_or(State::Reviewing);
         let event = EventKind::Feedback { kind: fb.kind.as_str().to_string(), path: fb.path.map(str::to_string), lines: fb.lines, text: fb.text.to_string() };
@@ -183,6 +187,11 @@ impl Bin {
     /// Feedback recorded and not sent yet (what the next revise sends).
     pub fn unsent_feedback(&self, id: &str) -> Result<Vec<Feedback>> {
         Ok(self.feedback_of(id)?.into_iter().filter(|f| f.sent_in.is_none()).collect())
+    }
+
+    /// Does `id` have reasons or notes not sent yet (a revise is expected)?
+    pub fn reasons_unsent(&self, id: &str) -> Result<bool> {
+        Ok(self.conn.query_row("SELECT EXISTS(SELECT 1 FROM feedback WHERE agent_id = ?1 AND sent_in IS NULL AND reasoned)", [id], |r| r.get(0))?)
     }
 
     /// Sent and not delivered yet.
