@@ -29,6 +29,7 @@ mod pyfiles;
 mod review;
 mod review_mcp;
 mod review_loop;
+mod review_revisions;
 mod runs;
 mod llm;
 mod sandbox;

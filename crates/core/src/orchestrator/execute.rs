@@ -157,10 +157,15 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
     if let Err(e) = crate::review::revise::snapshot(project, id) {
         tracing::warn!(agent = %id, "no interdiff snapshot: {e}");
     }
+    // A hunk rejected before and proposed again unchanged stays rejected.
+    if let Err(e) = crate::review::revise::carry_over(project, id) {
+        tracing::warn!(agent = %id, "earlier decisions not carried over: {e}");
+    }
     // In a jj project the proposal becomes a change, off the user's path (the agent is
     // reviewing already).
     crate::jj::sync_locked(project, id);
-    Ok(rec)
+    // Carried-over decisions may have decided the whole revision.
+    Ok(bin.get(&rec.id)?)
 }
 
 /// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted

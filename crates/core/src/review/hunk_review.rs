@@ -195,7 +195,7 @@ fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &
         overlay.forget(&p.path)?;
     }
     let remaining = hunks_between(updated, agent_new).len();
-    project.bin()?.decide_hunk(id, &p.path, true)?;
+    project.bin()?.decide_hunk(id, &p.path, true, None)?;
     if let Some(h) = &p.hunk {
         super::feedback::record_hunk(project, id, &p.path, h, true, None)?;
     }
@@ -242,7 +242,7 @@ pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, reason:
         overlay.write(path, &kept, change.new_mode.unwrap_or(0o644))?;
     }
     let remaining = hunks_between(old, &kept).len();
-    project.bin()?.decide_hunk(id, path, false)?;
+    project.bin()?.decide_hunk(id, path, false, Some(&serde_json::to_string(hunk)?))?;
     let state = settle(project, id, overlay)?;
     Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state, finished_interrupted: false })
 }

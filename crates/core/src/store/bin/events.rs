@@ -14,6 +14,9 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
     if !has_data {
         conn.execute_batch("ALTER TABLE events ADD COLUMN data TEXT")?;
     }
+    if conn.prepare("SELECT hunk FROM hunk_decisions LIMIT 0").is_err() {
+        conn.execute_batch("ALTER TABLE hunk_decisions ADD COLUMN hunk TEXT")?;
+    }
     Ok(())
 }
 
@@ -55,16 +58,24 @@ impl Bin {
         insert_event(&self.conn, id, state, kind)
     }
 
-    /// Records a hunk-level decision on `path` (and the matching event).
-    pub fn decide_hunk(&self, id: &str, path: &str, accepted: bool) -> Result<()> {
+    /// Records a hunk-level decision on `path` (and the matching event); `hunk`: the hunk as
+    /// JSON, so that a later revision proposing it unchanged is decided the same way.
+    pub fn decide_hunk(&self, id: &str, path: &str, accepted: bool, hunk: Option<&str>) -> Result<()> {
         let tx = self.write_tx()?;
         tx.execute(
-            "INSERT INTO hunk_decisions(agent_id, path, ts_ms, accepted) VALUES (?1, ?2, ?3, ?4)",
-            params![id, path, crate::time::now_ms(), accepted],
+            "INSERT INTO hunk_decisions(agent_id, path, ts_ms, accepted, hunk) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, path, crate::time::now_ms(), accepted, hunk],
         )?;
         insert_event(&tx, id, State::Reviewing, &EventKind::HunkDecided { path: path.to_string(), accepted })?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// The hunks of `id` rejected so far: path and hunk (JSON).
+    pub fn rejected_hunks(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let mut st = self.conn.prepare_cached("SELECT path, hunk FROM hunk_decisions WHERE agent_id = ?1 AND NOT accepted AND hunk IS NOT NULL")?;
+        let rows = st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// How many hunks of `id` were accepted into the project.
