@@ -29,6 +29,7 @@ pub fn host(c: &Ctx, rows: &mut Vec<Row>) {
     let version = found.get("version").cloned().unwrap_or_default();
     let ms = |key: &str| Stat::ms(&found.get(key).map(|v| v.split(',').filter_map(|x| x.parse::<f64>().ok()).map(|x| Duration::from_secs_f64(x / 1000.0)).collect::<Vec<_>>()).unwrap_or_default());
     done(rows, Row::new("run_host", format!(":CairnQueue → ghost text drawn (Neovim {version} and the host)"), ms("run_host"), "< 50 ms"));
+    done(rows, Row::new("live_ghost", "a wrapped agent's write → its ghost text drawn while it runs", ms("live_ghost"), "< 1 s"));
     done(rows, Row::new("ghost_trip", "ghost text round trip, 1,000 lines / 50 hunks (request → payload in Lua)", ms("ghost_trip"), ""));
     done(rows, Row::new("ghost_render", "ghost text render, 50 hunks (extmarks)", ms("ghost_render"), ""));
     if let Some(mb) = found.get("rss_host").and_then(|v| v.parse::<f64>().ok()) {

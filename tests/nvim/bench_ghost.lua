@@ -68,10 +68,40 @@ for i = 1, runs + 1 do
   if i > 1 then
     waits[#waits + 1] = (vim.uv.hrtime() - t0) / 1e6
   end
+  -- Drawn while it still runs, maybe: it is rejected once reviewing.
+  H.wait(30000, function()
+    local p = require('cairn.ghost').payload
+    return p and p.agent and p.agent.state == 'reviewing'
+  end, 'agent ' .. i .. ' reviewing')
   vim.cmd('CairnReject')
   H.wait(10000, function() return H.hunks(small) == 0 end, 'reject ' .. i)
 end
 row('run_host', waits)
+
+-- A wrapped agent's write to its ghost text drawn while it still runs (`executing`): the agent
+-- writes when the bench changes a gate file (visible to it through its copy-on-write view).
+vim.fn.writefile({ '0' }, root .. '/live-gate.txt')
+vim.fn.writefile({ 'x = 0' }, root .. '/live-nvim.txt')
+vim.cmd.edit(root .. '/live-nvim.txt')
+local live = vim.api.nvim_get_current_buf()
+local agent = [[last=0; while :; do k=$(cat live-gate.txt); [ "$k" = stop ] && exit 0; if [ "$k" != "$last" ]; then printf 'x = %s\n' "$k" > live-nvim.txt; last=$k; fi; sleep 0.01; done]]
+local argv = vim.list_extend(vim.deepcopy(rpc.request('wrap_argv').argv), { '--task', 'live bench', '--', 'sh', '-c', agent })
+local job = vim.fn.jobstart(argv, { cwd = root })
+local lives = {}
+for i = 1, runs + 1 do
+  local t0 = vim.uv.hrtime()
+  vim.fn.writefile({ tostring(i) }, root .. '/live-gate.txt')
+  H.wait(30000, function()
+    return vim.tbl_contains(H.virt_text(live), 'x = ' .. i)
+  end, 'live ghost text ' .. i)
+  if i > 1 then
+    lives[#lives + 1] = (vim.uv.hrtime() - t0) / 1e6
+  end
+end
+vim.fn.writefile({ 'stop' }, root .. '/live-gate.txt')
+vim.fn.jobwait({ job }, 30000)
+vim.cmd('CairnReject')
+row('live_ghost', lives)
 local status = H.read('/proc/' .. vim.fn.jobpid(rpc.chan) .. '/status') or ''
 local hwm = tonumber(status:match('VmHWM:%s*(%d+)') or '')
 if hwm then

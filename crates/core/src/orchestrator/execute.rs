@@ -158,7 +158,7 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
         tracing::warn!(agent = %id, "no interdiff snapshot: {e}");
     }
     // A hunk rejected before and proposed again unchanged stays rejected.
-    if let Err(e) = crate::review::revise::carry_over(project, id) {
+    if let Err(e) = crate::review::hunk_review::carry_over(project, id) {
         tracing::warn!(agent = %id, "earlier decisions not carried over: {e}");
     }
     // In a jj project the proposal becomes a change, off the user's path (the agent is

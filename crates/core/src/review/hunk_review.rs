@@ -246,3 +246,27 @@ pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, reason:
     let state = settle(project, id, overlay)?;
     Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state, finished_interrupted: false })
 }
+
+/// Earlier decisions carry over: a hunk the user rejected in an earlier revision, proposed
+/// again unchanged (same lines removed and added, in the same file), is rejected again.
+/// Accepted hunks need nothing: they are in the project, so no longer in the proposal.
+/// Returns how many were dropped. Called when a revision reaches review.
+pub fn carry_over(project: &Project, id: &str) -> Result<usize> {
+    let rejected: Vec<(String, Hunk)> = project.bin()?.rejected_hunks(id)?.into_iter().filter_map(|(p, h)| serde_json::from_str(&h).ok().map(|h| (p, h))).collect();
+    if rejected.is_empty() {
+        return Ok(0);
+    }
+    let same = |path: &str, h: &Hunk| rejected.iter().any(|(p, r)| p == path && r.removed == h.removed && r.added == h.added);
+    let mut dropped = 0;
+    // Each drop renumbers the file's hunks: look again after each (bounded).
+    for _ in 0..10_000 {
+        if !project.bin()?.get(id)?.state.is_reviewable() {
+            break;
+        }
+        let files = file_hunks(project, id)?;
+        let Some((path, hunk)) = files.iter().find_map(|f| f.hunks.iter().find(|h| same(&f.path, h)).map(|h| (f.path.clone(), h.clone()))) else { break };
+        reject_hunk(project, id, &path, &hunk, None)?;
+        dropped += 1;
+    }
+    Ok(dropped)
+}

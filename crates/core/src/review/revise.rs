@@ -83,30 +83,6 @@ pub fn snapshot(project: &Project, id: &str) -> Result<()> {
     o.snapshot_put(0, &files)
 }
 
-/// Earlier decisions carry over: a hunk the user rejected in an earlier revision, proposed
-/// again unchanged (same lines removed and added, in the same file), is rejected again.
-/// Accepted hunks need nothing: they are in the project, so no longer in the proposal.
-/// Returns how many were dropped. Called when a revision reaches review.
-pub fn carry_over(project: &Project, id: &str) -> Result<usize> {
-    let rejected: Vec<(String, Hunk)> = project.bin()?.rejected_hunks(id)?.into_iter().filter_map(|(p, h)| serde_json::from_str(&h).ok().map(|h| (p, h))).collect();
-    if rejected.is_empty() {
-        return Ok(0);
-    }
-    let same = |path: &str, h: &Hunk| rejected.iter().any(|(p, r)| p == path && r.removed == h.removed && r.added == h.added);
-    let mut dropped = 0;
-    // Each drop renumbers the file's hunks: look again after each (bounded).
-    for _ in 0..10_000 {
-        if !project.bin()?.get(id)?.state.is_reviewable() {
-            break;
-        }
-        let files = super::hunk_review::file_hunks(project, id)?;
-        let Some((path, hunk)) = files.iter().find_map(|f| f.hunks.iter().find(|h| same(&f.path, h)).map(|h| (f.path.clone(), h.clone()))) else { break };
-        super::hunk_review::reject_hunk(project, id, &path, &hunk, None)?;
-        dropped += 1;
-    }
-    Ok(dropped)
-}
-
 /// What changed in the proposal since the user last reviewed it: for each path of the
 /// reviewed proposal or the current one, the reviewed version (else the project's) against
 /// the current one (else the project's). Revision 1 has no earlier review: the whole
