@@ -154,11 +154,12 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
         if let Ok(Ok(events)) = events {
             for ev in events {
                 last = ev.seq;
-                // Log lines and tool calls change no proposal: no ghost recomputation for them.
+                // Log lines and reads change no proposal: no ghost recomputation for them; a
+                // live agent's writes do, without a notification.
+                ghost_dirty |= ev.kind.changes_proposal();
                 if ev.kind.is_activity() {
                     continue;
                 }
-                ghost_dirty = true;
                 let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name() });
                 let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
             }

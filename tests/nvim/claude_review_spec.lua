@@ -192,8 +192,19 @@ local chan -- the inner Neovim's socket
 local nvim_pane, claude_pane
 local id
 
---- Runs `code` in the inner Neovim; returns its value.
+local hit_enter = 0 -- how often the inner Neovim stopped at "Press ENTER"
+
+--- Runs `code` in the inner Neovim; returns its value. A Neovim waiting at a prompt answers
+--- no request but nvim_get_mode: at "Press ENTER" (its messages overflowed the command
+--- line), Enter is pressed first, as its user would.
 local function remote(code, ...)
+  local mode = vim.rpcrequest(chan, 'nvim_get_mode')
+  if mode.blocking then
+    H.eq(mode.mode, 'r', 'the inner Neovim blocked at a prompt')
+    hit_enter = hit_enter + 1
+    tmux({ 'send-keys', '-t', nvim_pane, 'Enter' })
+    H.wait(5000, function() return not vim.rpcrequest(chan, 'nvim_get_mode').blocking end, 'Enter to end "Press ENTER"')
+  end
   return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
 end
 
@@ -390,6 +401,7 @@ local function ours()
   return found
 end
 
+if vim.env.KEEP and H.failed > 0 then io.stderr:write('KEEP ' .. tmux_sock .. ' ' .. home .. ' ' .. root .. '\n'); vim.wait(200000, function() return false end) end
 H.test('clean up: the tmux server gone, no process of this run left', function()
   if chan then
     pcall(vim.fn.chanclose, chan)

@@ -102,10 +102,19 @@ impl EventKind {
         }
     }
 
-    /// True for events that change no proposal (the host skips its ghost-text refresh).
+    /// True for an agent's activity (log lines, tool calls, its writes as they happen, feedback
+    /// handed around): not worth a notification.
     pub fn is_activity(&self) -> bool {
-        matches!(self, EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. })
-            || matches!(self, EventKind::ToolCompleted { tool, .. } if !WRITING_TOOLS.contains(&tool.as_str()))
+        matches!(
+            self,
+            EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. } | EventKind::Wrote { .. }
+        )
+    }
+
+    /// Does the event change what a proposal shows (the host then redraws the ghost text)?
+    /// Everything but activity, and a live agent's writes.
+    pub fn changes_proposal(&self) -> bool {
+        !self.is_activity() || matches!(self, EventKind::Wrote { .. }) || matches!(self, EventKind::ToolCompleted { tool, .. } if WRITING_TOOLS.contains(&tool.as_str()))
     }
 }
 
