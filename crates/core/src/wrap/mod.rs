@@ -102,7 +102,10 @@ pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<
     if argv.is_empty() {
         return Err(Error::Usage(format!("agent {agent} has no recorded command: cairn wrap --agent {agent} -- CMD ARGS...")));
     }
-    if argv.len() > 1 {
+    // A shell's script (`sh -c '...'`, as :CairnWrap starts CMD) is never given text to run:
+    // an interactive CLI in it gets the feedback typed into its terminal instead.
+    let shell = argv.len() > 2 && argv[1] == "-c" && matches!(Path::new(&argv[0]).file_name().and_then(|n| n.to_str()), Some("sh" | "bash" | "dash" | "zsh" | "ksh" | "fish"));
+    if argv.len() > 1 && !shell {
         if let Some(feedback) = crate::review::feedback::take(project, agent, "command line")? {
             if let Some(last) = argv.last_mut() {
                 last.push_str("\n\n");
