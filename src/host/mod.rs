@@ -222,7 +222,9 @@ impl Handler {
                 return Ok(Some(id));
             }
         }
-        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+        // An executing agent that has written nothing yet does not hide one under review.
+        let wrote = |id: &str| self.project.existing_overlay(id).ok().flatten().is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
+        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().filter(|r| r.state != State::Executing || wrote(&r.id)).collect();
         candidates.sort_by_key(|r| r.seq);
         Ok(candidates.last().map(|r| r.id.clone()))
     }

@@ -55,3 +55,18 @@ fn an_undone_agent_reads_undone_everywhere_and_is_accepted_again() {
     f.cairn(&["undo", &s.id]).ok();
     assert_eq!(f.read_str("a.txt").unwrap(), LINES, "undone twice, restored twice");
 }
+
+#[test]
+fn a_shell_script_is_never_given_the_feedback_to_run() {
+    let f = Fixture::with_files(&[("a.txt", LINES)]);
+    let out = f.cairn(&["wrap", "--", "sh", "-c", "echo one > b.txt"]);
+    let id = out.stderr.split("wrap session ").nth(1).and_then(|s| s.get(..6)).unwrap().to_string();
+    f.cairn(&["reject", &id, "--reason", "$(touch pwned) `touch pwned2`"]).ok();
+    assert_eq!(json(&f, &["revise", &id, "--json"])["delivery"], "command line");
+    // Re-run with its own command line: `sh -c SCRIPT` gets nothing appended.
+    f.cairn(&["wrap", "--agent", &id]).ok();
+    let log = json(&f, &["log", &id, "--json"]);
+    assert!(log["feedback"][0]["delivered_via"].is_null(), "kept for its terminal: {log}");
+    let diff = f.cairn(&["diff", &id]).ok().stdout;
+    assert!(diff.contains("+one") && !diff.contains("pwned"), "{diff}");
+}

@@ -330,7 +330,7 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
 
   -- :CairnRevise: the feedback typed into Claude's terminal, its next turn held at g2.
   local _, before = requests()
-  type_into(nvim_pane, ':CairnRevise')
+  type_into(nvim_pane, ':CairnRevise ' .. id)
   wait_slow(60000, function()
     local _, main = requests()
     return #main > #before

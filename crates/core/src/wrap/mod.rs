@@ -313,6 +313,8 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
         *seen = now;
         return Ok(false);
     }
+    // Under the review lock: no accept or hunk action is halfway through the decided proposal.
+    let _lock = crate::review::lock::acquire(project)?;
     let state = project.bin()?.get(agent)?.state;
     if state.is_revisable() {
         let to = if live { State::Executing } else { State::Reviewing };
