@@ -239,7 +239,30 @@ local levels = {
 }
 
 --- Called by the host for every state change.
+--- The event message waiting to be shown (events arriving together show as one line).
+local pending
+
+--- Shows the latest of the events that came together, on one line that fits the command
+--- line (longer text is cut with `…`; `:CairnLog` has it all): several messages at once, or a
+--- wide one, would stop Neovim at a hit-enter prompt. An error or warning is not replaced by a
+--- later, milder message.
+local function show_pending()
+  local p = pending
+  pending = nil
+  local width = math.max(20, vim.v.echospace - #'cairn: ' - 1)
+  local text = p.msg
+  if vim.fn.strchars(text) > width then
+    text = vim.fn.strcharpart(text, 0, width - 1) .. '…'
+  end
+  notify.notify(text, p.level)
+end
+
 function M.on_event(ev)
+  vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
+  -- Passing states are not worth a message; `:CairnLog` shows them.
+  if ev.type == 'state_changed' and (ev.state == 'generating' or ev.state == 'submitting') then
+    return
+  end
   local msg
   if ev.type == 'task_changed' then
     -- A task write: its own text names the task, what happened and who did it.
@@ -250,8 +273,14 @@ function M.on_event(ev)
       msg = msg .. ': ' .. ev.message
     end
   end
-  notify.notify(msg, ev.type ~= 'task_changed' and levels[ev.state] or nil)
-  vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
+  local level = (ev.type ~= 'task_changed' and levels[ev.state]) or vim.log.levels.INFO
+  local first = pending == nil
+  if first or level >= pending.level then
+    pending = { msg = msg, level = level }
+  end
+  if first then
+    vim.defer_fn(show_pending, 30)
+  end
 end
 
 return M

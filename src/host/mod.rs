@@ -15,7 +15,7 @@
 
 use cairn_core::command::{self, Command, Output};
 use cairn_core::error::{Error, Result};
-use cairn_core::lifecycle::{Priority, Provider, State};
+use cairn_core::lifecycle::{Priority, Provider};
 use cairn_core::project::Project;
 use cairn_core::review::Hunk;
 use async_trait::async_trait;
@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod health;
+mod targets;
 mod views;
 mod ready;
 mod wire;
@@ -186,49 +187,6 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
 }
 
 impl Handler {
-    /// The agent to act on: the given id (prefix), else the selected one, else the latest
-    /// reviewing one.
-    fn target(&self, given: Option<String>) -> Result<String> {
-        if let Some(id) = given.filter(|s| !s.is_empty()) {
-            return command::resolve(&self.project, &id);
-        }
-        self.shown_agent()?.ok_or(Error::NothingReviewing)
-    }
-
-    /// `:CairnReject [id] [reason]`: a first word that names an agent is its id; the rest (or
-    /// all) is the reason. `id`/`reason` arguments are taken as they are.
-    fn reject_words(&self, args: &Args) -> Result<(String, Option<String>)> {
-        let Some(words) = args.str("words").filter(|w| !w.trim().is_empty()) else {
-            return Ok((self.target(args.str("id"))?, args.str("reason")));
-        };
-        let words = words.trim();
-        let (first, rest) = words.split_once(char::is_whitespace).unwrap_or((words, ""));
-        if first.len() >= 4 && first.chars().all(|c| c.is_ascii_hexdigit()) {
-            if let Ok(id) = command::resolve(&self.project, first) {
-                return Ok((id, Some(rest.trim().to_string()).filter(|r| !r.is_empty())));
-            }
-        }
-        Ok((self.target(None)?, Some(words.to_string())))
-    }
-
-    /// The agent whose proposal is shown.
-    fn shown_agent(&self) -> Result<Option<String>> {
-        let bin = self.project.bin()?;
-        let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
-        // Reviewable proposals and executing ones (live: ghost text grows as the agent works).
-        let shown = |s: State| s.is_reviewable() || s == State::Executing;
-        if let Some(id) = selected {
-            if bin.get(&id).map(|r| shown(r.state)).unwrap_or(false) {
-                return Ok(Some(id));
-            }
-        }
-        // An executing agent that has written nothing yet does not hide one under review.
-        let wrote = |id: &str| self.project.existing_overlay(id).ok().flatten().is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
-        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().filter(|r| r.state != State::Executing || wrote(&r.id)).collect();
-        candidates.sort_by_key(|r| r.seq);
-        Ok(candidates.last().map(|r| r.id.clone()))
-    }
-
     /// Runs one request (on a blocking thread). `Err` only for protocol errors.
     fn dispatch(&self, method: &str, args: &Args) -> std::result::Result<Result<serde_json::Value>, Value> {
         let project = &self.project;
@@ -259,9 +217,9 @@ impl Handler {
                 let path = std::path::Path::new(&path).strip_prefix(&project.root).map(|p| p.display().to_string()).unwrap_or(path.clone());
                 let line = |k: &str| args.0.get(k).and_then(|v| v.as_u64()).map(|n| n as u32);
                 let (first, last) = (line("first").unwrap_or(1), line("last").or(line("first")).unwrap_or(1));
-                self.target(args.str("id")).and_then(|id| exec(Command::Comment { id, path, lines: (first, last), text }))
+                self.feedback_target(args.str("id")).and_then(|id| exec(Command::Comment { id, path, lines: (first, last), text }))
             }
-            "revise" => self.target(args.str("id")).and_then(|id| exec(Command::Revise { id })),
+            "revise" => self.feedback_target(args.str("id")).and_then(|id| exec(Command::Revise { id })),
             "revisions" => self.target(args.str("id")).and_then(|id| exec(Command::Log { id })),
             "undo" => command::resolve(project, &args.required("id")?).and_then(|id| exec(Command::Undo { id })),
             "accept_hunk" | "reject_hunk" => {

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+import uuid
 
 from stub_server import JsonHandler, serve
 
@@ -100,9 +101,12 @@ class Handler(JsonHandler):
             return self.reply(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
         blocks, stop = blocks_for(body)
         model = body.get("model", "claude-scripted")
+        # An id of its own for each reply: Claude Code merges the assistant messages that
+        # share one (as the parts of a single reply).
+        msg_id = f"msg_{uuid.uuid4().hex}"
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         if not body.get("stream"):
-            return self.reply(200, {"id": "msg_s", "type": "message", "role": "assistant", "model": model, "content": blocks,
+            return self.reply(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
                                     "stop_reason": stop, "stop_sequence": None, "usage": usage})
         self.stream()
 
@@ -110,7 +114,7 @@ class Handler(JsonHandler):
             data["type"] = kind
             self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
 
-        event("message_start", {"message": {"id": "msg_s", "type": "message", "role": "assistant", "model": model, "content": [],
+        event("message_start", {"message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
                                              "stop_reason": None, "stop_sequence": None, "usage": usage}})
         for i, b in enumerate(blocks):
             if b["type"] == "tool_use":

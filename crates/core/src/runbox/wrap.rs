@@ -142,7 +142,15 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
     hidden_files.extend(files);
     // The command's own installation, and what the user listed.
     let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env);
-    read_paths.extend(req.read_paths.iter().cloned());
+    // `sh -c 'claude --flag'` (how :CairnWrap starts a command line): the program the script
+    // starts is readable too.
+    let script = script_program(&req.argv).map(|p| installation(&p, &req.env)).unwrap_or_default();
+    // Each path once: one listed in `[wrap] read_paths` may be the installation too.
+    for p in script.into_iter().chain(req.read_paths.iter().cloned()) {
+        if !read_paths.contains(&p) {
+            read_paths.push(p);
+        }
+    }
     let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
     let read_only = [".git", ".jj", ".cairn.toml"].iter().map(|p| project.root.join(p)).collect();
     Ok(Spec {
@@ -203,6 +211,18 @@ fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The program a shell's script starts first (`sh -c 'A=1 exec claude -p x'` → `claude`):
+/// its first word that is not an assignment or `exec`/`env`/`command`, unquoted.
+fn script_program(argv: &[String]) -> Option<String> {
+    let shell = Path::new(argv.first()?).file_name()?.to_str()?;
+    if !matches!(shell, "sh" | "bash" | "dash" | "zsh" | "ksh") || argv.get(1).map(String::as_str) != Some("-c") {
+        return None;
+    }
+    let word = argv.get(2)?.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
+    let word = word.trim_matches(|c| c == '\'' || c == '"').trim_end_matches(';');
+    (!word.is_empty()).then(|| word.to_string())
 }
 
 /// The installation a program file belongs to: its `node_modules`, else the parent of its

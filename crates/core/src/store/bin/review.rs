@@ -194,6 +194,11 @@ impl Bin {
         Ok(self.conn.query_row("SELECT EXISTS(SELECT 1 FROM feedback WHERE agent_id = ?1 AND sent_in IS NULL AND reasoned)", [id], |r| r.get(0))?)
     }
 
+    /// The agent that last got feedback not sent yet, if any.
+    pub fn last_unsent_feedback(&self) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT agent_id FROM feedback WHERE sent_in IS NULL ORDER BY seq DESC LIMIT 1", [], |r| r.get(0)).optional()?)
+    }
+
     /// Sent and not delivered yet.
     pub fn undelivered_feedback(&self, id: &str) -> Result<Vec<Feedback>> {
         Ok(self.feedback_of(id)?.into_iter().filter(|f| f.sent_in.is_some() && f.delivered_via.is_none()).collect())

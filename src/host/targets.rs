@@ -1,0 +1,71 @@
+//! Which agent a request acts on when it names none: the shown one (ghost text), the selected
+//! one, the one feedback is for; and `:CairnReject [id] [reason]`'s words.
+
+use super::wire::Args;
+use super::Handler;
+use cairn_core::command;
+use cairn_core::error::{Error, Result};
+use cairn_core::lifecycle::State;
+
+impl Handler {
+    /// The agent to act on: the given id (prefix), else the selected one, else the latest
+    /// reviewing one.
+    pub(super) fn target(&self, given: Option<String>) -> Result<String> {
+        if let Some(id) = given.filter(|s| !s.is_empty()) {
+            return command::resolve(&self.project, &id);
+        }
+        self.shown_agent()?.ok_or(Error::NothingReviewing)
+    }
+
+    /// `:CairnReject [id] [reason]`: a first word that names an agent is its id; the rest (or
+    /// all) is the reason. `id`/`reason` arguments are taken as they are.
+    pub(super) fn reject_words(&self, args: &Args) -> Result<(String, Option<String>)> {
+        let Some(words) = args.str("words").filter(|w| !w.trim().is_empty()) else {
+            return Ok((self.target(args.str("id"))?, args.str("reason")));
+        };
+        let words = words.trim();
+        let (first, rest) = words.split_once(char::is_whitespace).unwrap_or((words, ""));
+        if first.len() >= 4 && first.chars().all(|c| c.is_ascii_hexdigit()) {
+            if let Ok(id) = command::resolve(&self.project, first) {
+                return Ok((id, Some(rest.trim().to_string()).filter(|r| !r.is_empty())));
+            }
+        }
+        Ok((self.target(None)?, Some(words.to_string())))
+    }
+
+    /// The agent feedback is for: the given id, else the selected agent whatever it became
+    /// (its last hunk decided ends it accepted or rejected), else the one you last gave
+    /// feedback to and did not send yet, else the shown one.
+    pub(super) fn feedback_target(&self, given: Option<String>) -> Result<String> {
+        if let Some(id) = given.filter(|s| !s.is_empty()) {
+            return command::resolve(&self.project, &id);
+        }
+        let bin = self.project.bin()?;
+        let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
+        if let Some(id) = selected.filter(|id| bin.get(id).is_ok_and(|r| r.state.is_revisable() || r.state.is_running())) {
+            return Ok(id);
+        }
+        if let Some(id) = bin.last_unsent_feedback()? {
+            return Ok(id);
+        }
+        self.target(None)
+    }
+
+    /// The agent whose proposal is shown.
+    pub(super) fn shown_agent(&self) -> Result<Option<String>> {
+        let bin = self.project.bin()?;
+        let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
+        // Reviewable proposals and executing ones (live: ghost text grows as the agent works).
+        let shown = |s: State| s.is_reviewable() || s == State::Executing;
+        if let Some(id) = selected {
+            if bin.get(&id).map(|r| shown(r.state)).unwrap_or(false) {
+                return Ok(Some(id));
+            }
+        }
+        // An executing agent that has written nothing yet does not hide one under review.
+        let wrote = |id: &str| self.project.existing_overlay(id).ok().flatten().is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
+        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().filter(|r| r.state != State::Executing || wrote(&r.id)).collect();
+        candidates.sort_by_key(|r| r.seq);
+        Ok(candidates.last().map(|r| r.id.clone()))
+    }
+}
