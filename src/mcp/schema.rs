@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// Tools that change nothing.
-const READS: &[&str] = &["identity", "task_list", "task_get", "session_get", "session_list", "review_wait", "session_diff", "read_file", "read_files", "list_dir", "search_files", "search_content"];
+const READS: &[&str] = &["identity", "task_list", "task_get", "session_get", "session_list", "session_diff", "read_file", "read_files", "list_dir", "search_files", "search_content"];
 
 fn title(name: &str) -> String {
     let mut t = name.replace('_', " ");

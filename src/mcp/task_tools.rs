@@ -93,7 +93,7 @@ impl Server {
 
     #[tool(description = "After session_finish: wait until the human has reviewed your proposal. Returns the decision (accepted, rejected, undone) or, when they ask for a revision, their feedback (reasons, notes on lines, which hunks were accepted or rejected): then revise in the same session, session_finish and review_wait again. Each piece of feedback is returned once.")]
     async fn review_wait(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<WaitArgs>) -> Reply {
-        let session = match self.existing_session(a.session).await {
+        let session = match self.waited_session(a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -165,7 +165,8 @@ impl Server {
             // The next file tool opens a new session of its own, unless a revise brings this
             // one back (review_wait).
             let mut slot = self.implicit.lock().await;
-            *self.finished.lock().await = slot.take();
+            let mut finished = self.finished.lock().await;
+            *finished = slot.take();
         }
         out
     }

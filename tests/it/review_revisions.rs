@@ -18,7 +18,7 @@ fn a_rejected_hunk_proposed_again_unchanged_stays_rejected() {
     let s = f.run_ok(SCRIPT);
     f.cairn(&["reject-hunk", &s.id, "a.txt", "2", "--reason", "not line 9"]).ok();
     f.cairn(&["comment", &s.id, "a.txt:2", "keep this one"]).ok();
-    assert_eq!(json(&f, &["revise", &s.id, "--json"])["delivery"], "prompt");
+    assert_eq!(json(&f, &["revise", &s.id, "--json"])["delivery"], "rerun", "a script is re-run as it is");
     // The same script again: it proposes both hunks, the rejected one unchanged.
     let ran = cairn::orchestrator::run_next(&f.project(), None).unwrap().expect("the revision runs");
     assert_eq!(ran.id, s.id);
@@ -58,12 +58,14 @@ fn an_undone_agent_reads_undone_everywhere_and_is_accepted_again() {
 
 #[test]
 fn a_shell_script_is_never_given_the_feedback_to_run() {
-    let f = Fixture::with_files(&[("a.txt", LINES)]);
-    let out = f.cairn(&["wrap", "--", "sh", "-c", "echo one > b.txt"]);
+    let f = Fixture::with_files(&[("a.txt", LINES), ("src.txt", "zero\n")]);
+    let out = f.cairn(&["wrap", "--", "sh", "-c", "cat src.txt > b.txt"]);
     let id = out.stderr.split("wrap session ").nth(1).and_then(|s| s.get(..6)).unwrap().to_string();
     f.cairn(&["reject", &id, "--reason", "$(touch pwned) `touch pwned2`"]).ok();
     assert_eq!(json(&f, &["revise", &id, "--json"])["delivery"], "command line");
-    // Re-run with its own command line: `sh -c SCRIPT` gets nothing appended.
+    // Re-run with its own command line (writing something new: the rejected b.txt would stay
+    // rejected): `sh -c SCRIPT` gets nothing appended.
+    f.write("src.txt", "one\n");
     f.cairn(&["wrap", "--agent", &id]).ok();
     let log = json(&f, &["log", &id, "--json"]);
     assert!(log["feedback"][0]["delivered_via"].is_null(), "kept for its terminal: {log}");

@@ -228,7 +228,8 @@ H.test(":'<,'>CairnComment records a note on those lines", function()
 end)
 
 H.test('`cairn wrap --agent ID` delivers the sent feedback once, on its command line', function()
-  local w = start_wrap({ '--agent', id, '--', 'echo', 'FEEDBACK:' })
+  -- A prompt given with `-p`, as `claude -p`, `gemini -p` take theirs: the feedback follows it.
+  local w = start_wrap({ '--agent', id, '--', 'echo', '-p', 'FEEDBACK:' })
   H.wait(20000, function() return w.code ~= nil end, 'the re-run to end')
   H.eq(w.code, 0, 'exit code (stderr: ' .. w.err .. ')')
   H.ok(w.out:find('FEEDBACK:', 1, true) and w.out:find('b must stay small', 1, true), 'the feedback on its command line: ' .. w.out)
@@ -239,7 +240,7 @@ H.test('`cairn wrap --agent ID` delivers the sent feedback once, on its command 
     H.eq({ c.sent_in, c.delivered_via }, { vim.NIL, vim.NIL }, 'a note not sent yet stays undelivered')
   end
   -- Delivered once: a second re-run gets nothing appended.
-  local again = start_wrap({ '--agent', id, '--', 'echo', 'AGAIN:' })
+  local again = start_wrap({ '--agent', id, '--', 'echo', '-p', 'AGAIN:' })
   H.wait(20000, function() return again.code ~= nil end, 'the second re-run to end')
   H.ok(again.out:find('AGAIN:', 1, true) and not again.out:find('must stay small', 1, true), again.out)
   H.wait(10000, function() local a = agent() return a and a.id == id and a.state == 'reviewing' end, 'reviewing again: ' .. vim.inspect(agent()))

@@ -327,12 +327,7 @@ fn review_loop(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Revise { id } => {
             let id = resolve(project, &id)?;
-            let revised = with_jj(project, &id, review::revise::revise(project, &id, &crate::orchestrator::worker_alive))?;
-            // An MCP agent's session opens again for the next revision.
-            if project.bin()?.get(&id)?.provider == Provider::Mcp {
-                crate::tasks::review_wait::reopen_for_revision(project, &id)?;
-            }
-            Ok(Output::Revised(revised))
+            Ok(Output::Revised(with_jj(project, &id, review::revise::revise(project, &id, &crate::orchestrator::worker_alive))?))
         }
         Command::Log { id } => {
             let id = resolve(project, &id)?;

@@ -63,7 +63,9 @@ impl State {
         matches!(self, State::Reviewing | State::Undone)
     }
 
-    /// A revise (`cairn revise`) can send the agent back to work from these states.
+    /// A revise (`cairn revise`) can send the agent back to work from these states (and
+    /// reopen a decided one for review: only [`crate::store::bin::Bin::start_revision`]
+    /// makes that move, never a plain transition, so a late submit cannot undo a reject).
     pub fn is_revisable(self) -> bool {
         matches!(self, State::Reviewing | State::Undone | State::Accepted | State::Rejected)
     }
@@ -95,8 +97,7 @@ impl State {
         ) || (to == Errored && !self.is_terminal())
             // `cairn revise`: the next revision of the same proposal, worked on by a live
             // agent (executing), re-run (queued) or reopened for `cairn wrap --agent`.
-            || (self.is_revisable() && matches!(to, Executing | Queued) )
-            || (matches!(self, Accepted | Rejected | Undone) && to == Reviewing)
+            || (self.is_revisable() && matches!(to, Executing | Queued))
     }
 }
 
@@ -241,13 +242,10 @@ mod tests {
             (Reviewing, Queued),
             (Accepted, Executing),
             (Accepted, Queued),
-            (Accepted, Reviewing),
             (Rejected, Executing),
             (Rejected, Queued),
-            (Rejected, Reviewing),
             (Undone, Executing),
             (Undone, Queued),
-            (Undone, Reviewing),
         ];
         for from in State::ALL {
             for to in State::ALL {

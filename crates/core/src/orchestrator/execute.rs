@@ -150,13 +150,15 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
     };
     overlay.kv_set("submission", &submission.to_string())?;
     overlay.kv_set("result", &result.to_string())?;
-    let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;
-    // The overlay is final: after the transition (nobody waits on this), it becomes one file.
-    overlay.fold();
-    // What the user reviews now: the left side of the next revision's interdiff.
+    overlay.kv_delete(crate::review::revise::REVISING)?;
+    // What the user reviews now, before anyone can act on it: the left side of the next
+    // revision's interdiff.
     if let Err(e) = crate::review::revise::snapshot(project, id) {
         tracing::warn!(agent = %id, "no interdiff snapshot: {e}");
     }
+    let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;
+    // The overlay is final: after the transition (nobody waits on this), it becomes one file.
+    overlay.fold();
     // A hunk rejected before and proposed again unchanged stays rejected.
     if let Err(e) = crate::review::hunk_review::carry_over(project, id) {
         tracing::warn!(agent = %id, "earlier decisions not carried over: {e}");
@@ -171,9 +173,9 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
 /// A re-run (its worker died mid-run) starts from an empty overlay: whatever the interrupted
 /// attempt wrote is set aside, never run again on top of.
 fn set_aside_previous_attempt(project: &Project, id: &str, dir: &std::path::Path) -> Result<()> {
-    // A revision re-runs from its proposal.
-    if let Some(o) = project.existing_overlay(id)?.filter(|o| o.kv_get(crate::review::revise::REVISING).ok().flatten().is_some()) {
-        o.kv_delete(crate::review::revise::REVISING)?;
+    // A revision re-runs from its proposal (the mark stays until it reaches review: a re-run
+    // after a kill keeps it too).
+    if project.existing_overlay(id)?.is_some_and(|o| o.kv_get(crate::review::revise::REVISING).ok().flatten().is_some()) {
         return Ok(());
     }
     if let Some(aside) = project.set_aside_overlay(id)? {
@@ -185,7 +187,12 @@ fn set_aside_previous_attempt(project: &Project, id: &str, dir: &std::path::Path
 /// The task a revision's code is generated from: for an LLM agent with feedback sent and not
 /// delivered, the task, its previous proposal and the feedback (delivered here, once).
 fn revised_task(project: &Project, rec: &AgentRecord) -> Result<String> {
-    if rec.provider != crate::lifecycle::Provider::Llm || rec.revision <= 1 {
+    if rec.revision <= 1 {
+        return Ok(rec.task.clone());
+    }
+    if rec.provider != crate::lifecycle::Provider::Llm {
+        // A script is re-run as it is: it takes no text.
+        crate::review::feedback::take(project, &rec.id, "rerun")?;
         return Ok(rec.task.clone());
     }
     let previous = crate::review::unified(&crate::review::revise::reviewed(project, &rec.id)?);

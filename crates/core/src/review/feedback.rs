@@ -37,10 +37,11 @@ fn describe_hunk(h: &Hunk) -> String {
         let short: String = joined.chars().take(120).collect();
         crate::display::escape_line(&short)
     };
+    // Quoted as text, never as code: the agent's own bytes go back to it.
     match (h.removed.is_empty(), h.added.is_empty()) {
-        (true, _) => format!("adding `{}`", side(&h.added)),
-        (_, true) => format!("removing `{}`", side(&h.removed)),
-        _ => format!("`{}` → `{}`", side(&h.removed), side(&h.added)),
+        (true, _) => format!("adding «{}»", side(&h.added)),
+        (_, true) => format!("removing «{}»", side(&h.removed)),
+        _ => format!("«{}» → «{}»", side(&h.removed), side(&h.added)),
     }
 }
 

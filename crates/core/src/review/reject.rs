@@ -79,9 +79,6 @@ pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Resu
 /// wrote gets its journaled old content back, so rejecting never leaves a half-applied change.
 pub fn reject(project: &Project, id: &str, reason: Option<&str>) -> Result<AgentRecord> {
     let _lock = super::lock::acquire(project)?;
-    if let Some(reason) = reason {
-        super::feedback::record_reason(project, id, reason)?;
-    }
     if project.bin()?.get(id)?.accept_pending {
         roll_back(project, id)?;
     }
@@ -92,7 +89,15 @@ pub fn reject(project: &Project, id: &str, reason: Option<&str>) -> Result<Agent
         let extra = TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, "rejected while its session was open")), ..Default::default() };
         project.bin()?.transition(id, State::Errored, "reject", extra)?;
     }
+    // Its hunks, remembered as rejected: a live agent writing them again unchanged does not
+    // bring them back (carry-over).
+    let hunks = super::hunk_review::file_hunks(project, id).unwrap_or_default();
     let rec = project.bin()?.transition(id, State::Rejected, "reject", TransitionExtra::default())?;
+    let rejected: Vec<(String, String)> = hunks.iter().flat_map(|f| f.hunks.iter().filter_map(|h| serde_json::to_string(h).ok().map(|j| (f.path.clone(), j)))).collect();
+    project.bin()?.remember_rejected(id, &rejected)?;
+    if let Some(reason) = reason {
+        super::feedback::record_reason(project, id, reason)?;
+    }
     project.archive_overlay(id)?;
     Ok(rec)
 }

@@ -33,28 +33,41 @@ pub struct ReviseReport {
 /// - a wrap session whose `cairn wrap` is still running: executing; the feedback is typed into
 ///   its terminal as the user's next message;
 /// - an MCP session: executing; its client gets the feedback from `review_wait`;
-/// - a script or LLM agent: queued; the re-run's prompt carries the feedback and the previous
-///   proposal, which the re-run starts from;
+/// - an LLM agent: queued; the re-run's prompt carries the feedback and the previous
+///   proposal, which the re-run starts from; a script agent is re-run as it is (it gets no
+///   text: its feedback is marked delivered by the re-run);
 /// - a wrap session that ended: reviewing, until `cairn wrap --agent ID` re-runs it with the
 ///   feedback appended to its command line.
 /// `alive` says whether a worker (a wrap session's `cairn wrap`) still runs.
 pub fn revise(project: &Project, id: &str, alive: &dyn Fn(crate::store::bin::Worker) -> bool) -> Result<ReviseReport> {
     let _lock = super::lock::acquire(project)?;
-    let rec = project.bin()?.get(id)?;
+    let bin = project.bin()?;
+    let rec = bin.get(id)?;
+    let live = rec.provider == Provider::Wrap && rec.worker.is_some_and(alive);
+    let unsent = bin.unsent_feedback(id)?;
+    if live && unsent.is_empty() {
+        // Nothing would be typed: the agent, idle at its prompt, would stay at work for ever.
+        return Err(Error::Usage(format!("nothing to send to agent {id}: reject a hunk with a reason, or comment, first (or type to it in its terminal)")));
+    }
+    if live && rec.state == State::Executing {
+        // At work already (it went on by itself): the feedback is sent with this revision.
+        let sent = bin.send_feedback(id)?;
+        return Ok(ReviseReport { id: id.to_string(), revision: rec.revision, sent: sent.len(), delivery: "terminal", state: rec.state });
+    }
     let (to, delivery) = match rec.provider {
-        Provider::Wrap if rec.worker.is_some_and(alive) => (State::Executing, "terminal"),
+        Provider::Wrap if live => (State::Executing, "terminal"),
         Provider::Wrap => (State::Reviewing, "command line"),
         Provider::Mcp => (State::Executing, "review_wait"),
-        Provider::File | Provider::Inline | Provider::Llm => (State::Queued, "prompt"),
+        Provider::Llm => (State::Queued, "prompt"),
+        Provider::File | Provider::Inline => (State::Queued, "rerun"),
     };
-    let unsent = project.bin()?.unsent_feedback(id)?;
     let why = if unsent.is_empty() { "revise requested".to_string() } else { format!("{} piece(s) of feedback sent", unsent.len()) };
-    let (revision, sent) = start(project, id, to, &why)?;
     if to == State::Queued {
-        if let Some(o) = project.existing_overlay(id)? {
-            o.kv_set(REVISING, &revision.to_string())?;
-        }
+        // Before the move: a worker may claim it at once, and must keep its proposal.
+        project.unarchive_overlay(id)?;
+        project.overlay(id)?.kv_set(REVISING, &(rec.revision + 1).to_string())?;
     }
+    let (revision, sent) = start(project, id, to, &why, true)?;
     if let (Some(w), State::Executing) = (rec.worker, to) {
         project.bin()?.keep_worker(id, w)?;
     }
@@ -66,13 +79,20 @@ pub const REVISING: &str = "revising";
 
 /// The next revision: its baseline snapshot (what was reviewed), the overlay back in place,
 /// the move in `bin.db`. Shared by [`revise`] and a live agent writing again after its turn.
-pub fn start(project: &Project, id: &str, to: State, why: &str) -> Result<(u32, Vec<Feedback>)> {
+/// `send`: the unsent feedback goes with it (a revise; not the agent writing again by itself).
+/// A proposal rejected whole starts again empty (its files stay in the snapshot the next
+/// revision is compared with): what the user rejected never comes back unasked.
+pub fn start(project: &Project, id: &str, to: State, why: &str, send: bool) -> Result<(u32, Vec<Feedback>)> {
+    let was = project.bin()?.get(id)?.state;
     project.unarchive_overlay(id)?;
     if let Some(o) = project.existing_overlay(id)? {
         let reviewed = o.snapshot_get(0)?;
         o.snapshot_put(1, &reviewed)?;
+        if was == State::Rejected {
+            o.clear_entries()?;
+        }
     }
-    project.bin()?.start_revision(id, to, why)
+    project.bin()?.start_revision(id, to, why, send)
 }
 
 /// Keeps the proposal as it reaches review (slot 0): the left side of the next revision's

@@ -179,6 +179,12 @@ impl Overlay {
         Ok(())
     }
 
+    /// Drops every entry (a proposal rejected whole, starting again); bases stay.
+    pub fn clear_entries(&self) -> Result<()> {
+        self.conn.execute("DELETE FROM entries", [])?;
+        Ok(())
+    }
+
     /// Drops the overlay entry of `path` (the path shows the project's version again).
     pub fn forget(&self, path: &str) -> Result<()> {
         self.conn.execute("DELETE FROM entries WHERE path = ?1", [path])?;

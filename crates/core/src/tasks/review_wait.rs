@@ -25,6 +25,8 @@ pub fn get_with_review(project: &Project, id: &str) -> Result<serde_json::Value>
 /// proposal waits for the user.
 pub fn review_poll(project: &Project, actor: &str, id: &str) -> Result<Option<serde_json::Value>> {
     let s = owned(project, actor, id)?;
+    // The state first, then the feedback: a revise committing in between is seen as a revise.
+    let before = project.bin()?.get(&s.agent)?.state;
     let base = |rec: &crate::store::bin::AgentRecord| serde_json::json!({ "session": id, "agent": s.agent, "state": rec.state, "revision": rec.revision });
     if let Some(text) = crate::review::feedback::take(project, &s.agent, "review_wait")? {
         let rec = project.bin()?.get(&s.agent)?;
@@ -35,7 +37,8 @@ pub fn review_poll(project: &Project, actor: &str, id: &str) -> Result<Option<se
         return Ok(Some(v));
     }
     let bin = project.bin()?;
-    let rec = bin.get(&s.agent)?;
+    let mut rec = bin.get(&s.agent)?;
+    rec.state = before;
     let mut v = base(&rec);
     // A decision that came with reasons or notes not sent yet: the user is about to revise
     // (the last hunk decided ends the agent first), so the wait goes on.
@@ -55,16 +58,3 @@ pub fn review_poll(project: &Project, actor: &str, id: &str) -> Result<Option<se
     }
     Ok(Some(v))
 }
-
-/// A revise of an MCP agent: its session is open again for the next revision.
-pub fn reopen_for_revision(project: &Project, agent: &str) -> Result<()> {
-    let bin = project.bin()?;
-    let Some(mut s) = bin.session_list(None)?.into_iter().rev().find(|s| s.agent == agent) else { return Ok(()) };
-    if s.status != "active" {
-        s.status = "active".into();
-        s.heartbeat_ms = crate::time::now_ms();
-        bin.session_update(&s)?;
-    }
-    Ok(())
-}
-

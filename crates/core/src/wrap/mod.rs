@@ -86,6 +86,16 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
     }
 }
 
+/// Does `argv` end with a prompt its CLI takes (`-p`/`--print`/`--prompt PROMPT`, or the
+/// `exec` subcommand's)? Never a shell's or an interpreter's script.
+fn takes_prompt(argv: &[String]) -> bool {
+    let program = Path::new(argv.first().map_or("", String::as_str)).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let script = argv.iter().skip(1).any(|a| matches!(a.as_str(), "-c" | "-e" | "--eval" | "-lc" | "-ec"));
+    let interpreter = matches!(program, "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "env" | "python" | "python3" | "node" | "perl" | "ruby");
+    let prompt = argv.len() >= 3 && matches!(argv[argv.len() - 2].as_str(), "-p" | "--print" | "--prompt" | "exec");
+    prompt && !script && !interpreter
+}
+
 /// The overlay key of the session's command line (what `cairn wrap --agent ID` re-runs).
 const ARGV: &str = "wrap_argv";
 
@@ -102,10 +112,10 @@ pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<
     if argv.is_empty() {
         return Err(Error::Usage(format!("agent {agent} has no recorded command: cairn wrap --agent {agent} -- CMD ARGS...")));
     }
-    // A shell's script (`sh -c '...'`, as :CairnWrap starts CMD) is never given text to run:
-    // an interactive CLI in it gets the feedback typed into its terminal instead.
-    let shell = argv.len() > 2 && argv[1] == "-c" && matches!(Path::new(&argv[0]).file_name().and_then(|n| n.to_str()), Some("sh" | "bash" | "dash" | "zsh" | "ksh" | "fish"));
-    if argv.len() > 1 && !shell {
+    // Only a command line that carries a prompt (`claude -p P`, `codex exec P`, `gemini -p P`)
+    // takes the feedback after it; any other (an interactive CLI with flags, a shell's or an
+    // interpreter's script, as :CairnWrap's `sh -c '...'`) gets it typed into its terminal.
+    if takes_prompt(&argv) {
         if let Some(feedback) = crate::review::feedback::take(project, agent, "command line")? {
             if let Some(last) = argv.last_mut() {
                 last.push_str("\n\n");
@@ -219,6 +229,17 @@ impl Live {
             return Ok(());
         }
         let quiet = console.quiet_for();
+        // Feedback first, once the agent has drawn its screen and gone still: what it answers is
+        // its next turn (the turn so far does not end on the silence before it).
+        if console.output_mark() > 0 && quiet >= FEEDBACK_QUIET {
+            if let Some(text) = crate::review::feedback::take(project, agent, "terminal")? {
+                if !console.type_message(&text) {
+                    tracing::warn!(agent, "the feedback could not be typed into the agent's terminal");
+                }
+                self.turn_mark = Some(console.output_mark());
+                return Ok(());
+            }
+        }
         let turn_quiet = Duration::from_millis(project.config.wrap.turn_quiet_ms);
         let state = project.bin()?.get(agent)?.state;
         let mark = console.output_mark();
@@ -226,11 +247,6 @@ impl Live {
             self.turn_mark = Some(mark);
             if project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
                 turn_ended(project, agent)?;
-            }
-        }
-        if quiet >= FEEDBACK_QUIET {
-            if let Some(text) = crate::review::feedback::take(project, agent, "terminal")? {
-                console.type_message(&text);
             }
         }
         Ok(())
@@ -277,6 +293,14 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
 pub fn recover(project: &Project) -> Result<Vec<String>> {
     let orphans = project.bin()?.wrap_orphans(&worker_alive)?;
     for id in &orphans {
+        if project.bin()?.get(id)?.state != State::Executing {
+            // Its turn was under review (or decided) when `cairn wrap` died: the session is over,
+            // and the decision stands (what the layer holds beyond it was never the agent's
+            // turn's end: the agent files rejected hunks too).
+            project.bin()?.release_worker(id)?;
+            let _ = std::fs::remove_dir_all(dir_of(project, id));
+            continue;
+        }
         let changes = crate::review::diff::changes(project, id)?;
         let staged = crate::tasks::exec::staged(&changes);
         finish(project, id, &staged, &dir_of(project, id), &mut BTreeMap::new(), "interrupted (its `cairn wrap` ended first); what it wrote is kept")?;
@@ -318,7 +342,7 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
     let state = project.bin()?.get(agent)?.state;
     if state.is_revisable() {
         let to = if live { State::Executing } else { State::Reviewing };
-        crate::review::revise::start(project, agent, to, "the agent wrote again after its turn")?;
+        crate::review::revise::start(project, agent, to, "the agent wrote again after its turn", false)?;
         if live {
             project.bin()?.keep_worker(agent, this_worker())?;
         }

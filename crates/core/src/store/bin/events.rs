@@ -71,6 +71,17 @@ impl Bin {
         Ok(())
     }
 
+    /// Remembers `hunks` (path, hunk as JSON) of `id` as rejected, without events: a proposal
+    /// rejected whole.
+    pub fn remember_rejected(&self, id: &str, hunks: &[(String, String)]) -> Result<()> {
+        let tx = self.write_tx()?;
+        for (path, hunk) in hunks {
+            tx.execute("INSERT INTO hunk_decisions(agent_id, path, ts_ms, accepted, hunk) VALUES (?1, ?2, ?3, 0, ?4)", params![id, path, crate::time::now_ms(), hunk])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The hunks of `id` rejected so far: path and hunk (JSON).
     pub fn rejected_hunks(&self, id: &str) -> Result<Vec<(String, String)>> {
         let mut st = self.conn.prepare_cached("SELECT path, hunk FROM hunk_decisions WHERE agent_id = ?1 AND NOT accepted AND hunk IS NOT NULL")?;

@@ -220,7 +220,7 @@ impl Bin {
     /// `accept` re-verifies every file from the journal and finishes it.
     pub fn finish_accept(&mut self, id: &str, message: &str) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute("UPDATE agents SET accept_pending = 0 WHERE id = ?1", [id])?;
+        tx.execute("UPDATE agents SET accept_pending = 0, undone = 0 WHERE id = ?1", [id])?;
         apply_transition(&tx, id, State::Accepted, &TransitionExtra { message: Some(message), ..Default::default() })?;
         tx.commit()?;
         Ok(())

@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS revisions(
 pub(super) fn migrate(conn: &Connection) -> Result<()> {
     if conn.prepare("SELECT revision FROM agents LIMIT 0").is_err() {
         conn.execute_batch("ALTER TABLE agents ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")?;
+        // Undone agents from before the `undone` state were accepted ones with a flag.
+        conn.execute("UPDATE agents SET state = ?1 WHERE state = ?2 AND undone = 1", params![State::Undone.as_str(), State::Accepted.as_str()])?;
     }
     Ok(())
 }
@@ -184,6 +186,21 @@ impl Bin {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Sends the unsent feedback with the current revision (a revise of an agent already at
+    /// work: a live session that went on by itself). Returns what was sent.
+    pub fn send_feedback(&self, id: &str) -> Result<Vec<Feedback>> {
+        let tx = self.write_tx()?;
+        let revision: u32 = tx.query_row("SELECT revision FROM agents WHERE id = ?1", [id], |r| r.get(0))?;
+        tx.execute("UPDATE feedback SET sent_in = ?2 WHERE agent_id = ?1 AND sent_in IS NULL", params![id, revision])?;
+        let sent = {
+            let mut st = tx.prepare(&format!("SELECT {FEEDBACK_COLS} FROM feedback WHERE agent_id = ?1 AND sent_in = ?2 AND delivered_via IS NULL ORDER BY seq"))?;
+            let rows = st.query_map(params![id, revision], feedback_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        tx.commit()?;
+        Ok(sent)
+    }
+
     /// Feedback recorded and not sent yet (what the next revise sends).
     pub fn unsent_feedback(&self, id: &str) -> Result<Vec<Feedback>> {
         Ok(self.feedback_of(id)?.into_iter().filter(|f| f.sent_in.is_none()).collect())
@@ -204,22 +221,27 @@ impl Bin {
         Ok(self.feedback_of(id)?.into_iter().filter(|f| f.sent_in.is_some() && f.delivered_via.is_none()).collect())
     }
 
-    /// Starts revision N+1 of `id`: the unsent feedback is sent with it, the agent moves to
-    /// `to` (executing, queued, or reviewing for a session that is re-run by hand), all in one
-    /// transaction. Returns the new revision and the feedback sent.
-    pub fn start_revision(&mut self, id: &str, to: State, why: &str) -> Result<(u32, Vec<Feedback>)> {
+    /// Starts revision N+1 of `id`: with `send` (a revise), the unsent feedback is sent with
+    /// it; the agent moves to `to` (executing, queued, or reviewing for a session that is
+    /// re-run by hand) and an MCP session of it is open again, all in one transaction.
+    /// Returns the new revision and the feedback sent.
+    pub fn start_revision(&mut self, id: &str, to: State, why: &str, send: bool) -> Result<(u32, Vec<Feedback>)> {
         let tx = self.write_tx()?;
         let (state, pending, revision): (String, i64, u32) = tx
             .query_row("SELECT state, accept_pending, revision FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?
             .ok_or_else(|| Error::UnknownAgent(id.to_string()))?;
         let from: State = state.parse().map_err(|e| Error::Internal(format!("bin.db: {e}")))?;
-        if pending != 0 || !from.is_revisable() || !(from.can_move_to(to) || from == to) {
+        let reopen = to == State::Reviewing && from.is_revisable();
+        if pending != 0 || !from.is_revisable() || !(from.can_move_to(to) || from == to || reopen) {
             return Err(Error::IllegalTransition { id: id.to_string(), from: state, action: "revise (a proposal that was reviewed: reviewing, accepted, rejected or undone)".into() });
         }
         let next = revision + 1;
         tx.execute("UPDATE agents SET revision = ?2, undone = 0 WHERE id = ?1", params![id, next])?;
-        tx.execute("UPDATE feedback SET sent_in = ?2 WHERE agent_id = ?1 AND sent_in IS NULL", params![id, next])?;
+        if send {
+            tx.execute("UPDATE feedback SET sent_in = ?2 WHERE agent_id = ?1 AND sent_in IS NULL", params![id, next])?;
+        }
+        tx.execute("UPDATE sessions SET status = 'active', heartbeat_ms = ?2 WHERE agent_id = ?1 AND status = 'finished'", params![id, crate::time::now_ms()])?;
         tx.execute("INSERT OR REPLACE INTO revisions(agent_id, revision, ts_ms, why) VALUES (?1, ?2, ?3, ?4)", params![id, next, crate::time::now_ms(), why])?;
         let message = format!("revision {next}: {why}");
         if from != to {
