@@ -72,3 +72,18 @@ fn a_shell_script_is_never_given_the_feedback_to_run() {
     let diff = f.cairn(&["diff", &id]).ok().stdout;
     assert!(diff.contains("+one") && !diff.contains("pwned"), "{diff}");
 }
+
+#[test]
+fn undo_after_hunk_accepts_brings_the_whole_proposal_back() {
+    let f = Fixture::with_files(&[("a.txt", LINES)]);
+    let s = f.run_ok(SCRIPT);
+    f.cairn(&["accept-hunk", &s.id, "a.txt", "1"]).ok();
+    f.cairn(&["accept-hunk", &s.id, "a.txt", "1"]).ok();
+    assert_eq!(json(&f, &["status", &s.id, "--json"])["state"], "accepted");
+    f.cairn(&["undo", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), LINES);
+    let hunks = json(&f, &["hunks", &s.id, "--json"]);
+    assert_eq!(hunks["files"][0]["hunks"].as_array().map(Vec::len), Some(2), "both hunks proposed again: {hunks}");
+    f.cairn(&["accept", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), LINES.replace("l2\n", "NEW2\n").replace("l9\n", "NEW9\n"));
+}

@@ -47,6 +47,9 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     for dir in dirs {
         atomic::remove_temps(&project.root, dir)?;
     }
+    // What landed, as it is now (the accepted side: the journal holds hashes only), for the
+    // proposal to hold again where hunk accepts took a file out of it.
+    let landed: Vec<(String, Option<(Vec<u8>, u32)>)> = journal.iter().map(|j| Ok((j.path.clone(), crate::store::fsx::read(&project.root, &j.path)?))).collect::<Result<_>>()?;
     let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
     let mut touched = Vec::new();
     for j in &journal {
@@ -66,6 +69,16 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     // The proposal is back for review: its overlay in place, then the state (a kill in
     // between leaves an accepted agent whose files are restored: undo again finishes it).
     project.unarchive_overlay(id)?;
+    if let Some(overlay) = project.existing_overlay(id)? {
+        for (path, now) in landed {
+            if overlay.get(&path)?.is_none() {
+                match now {
+                    Some((bytes, mode)) => overlay.write(&path, &bytes, mode)?,
+                    None => overlay.whiteout(&path)?,
+                }
+            }
+        }
+    }
     bin.mark_undone(id)?;
     Ok(report)
 }
