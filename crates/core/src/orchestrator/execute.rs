@@ -153,7 +153,7 @@ pub(crate) fn submit(project: &Project, bin: &mut crate::store::bin::Bin, id: &s
     overlay.kv_delete(crate::review::revise::REVISING)?;
     // What the user reviews now, before anyone can act on it: the left side of the next
     // revision's interdiff.
-    if let Err(e) = crate::review::revise::snapshot(project, id) {
+    if let Err(e) = crate::review::revise::snapshot(project, overlay, id) {
         tracing::warn!(agent = %id, "no interdiff snapshot: {e}");
     }
     let rec = bin.transition(id, State::Reviewing, "review", TransitionExtra { submission: Some(&submission), result: Some(&result), ..Default::default() })?;

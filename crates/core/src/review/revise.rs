@@ -97,10 +97,11 @@ pub fn start(project: &Project, id: &str, to: State, why: &str, send: bool) -> R
 
 /// Keeps the proposal as it reaches review (slot 0): the left side of the next revision's
 /// interdiff. Called whenever an agent reaches reviewing.
-pub fn snapshot(project: &Project, id: &str) -> Result<()> {
-    let Some(o) = project.existing_overlay(id)? else { return Ok(()) };
-    let files: Vec<(String, Option<Vec<u8>>)> = changes(project, id)?.into_iter().map(|c| (c.path, c.new)).collect();
-    o.snapshot_put(0, &files)
+/// `overlay`: the agent's, open (no second connection: a run may be short of descriptors).
+pub fn snapshot(project: &Project, overlay: &crate::store::overlay::Overlay, id: &str) -> Result<()> {
+    let rec = project.bin()?.get(id)?;
+    let files: Vec<(String, Option<Vec<u8>>)> = super::diff::changes_from(project, overlay, &rec, &overlay.changes()?)?.into_iter().map(|c| (c.path, c.new)).collect();
+    overlay.snapshot_put(0, &files)
 }
 
 /// What changed in the proposal since the user last reviewed it: for each path of the
