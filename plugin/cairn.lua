@@ -23,7 +23,7 @@ cmd('CairnListTasks', function() cairn().list() end, { desc = 'List agents and s
 cmd('CairnSelect', function(o) cairn().select(o.args) end, { nargs = 1, complete = ids, desc = 'Show this agent as ghost text' })
 cmd('CairnStatus', function(o) cairn().status(o.args) end, { nargs = '?', complete = ids, desc = 'Show an agent' })
 cmd('CairnDiff', function(o) cairn().diff(o.args) end, { nargs = '?', complete = ids, desc = "Show an agent's diff" })
-cmd('CairnUndo', function(o) cairn().undo(o.args) end, { nargs = 1, complete = ids, desc = 'Undo an accept' })
+cmd('CairnUndo', function(o) cairn().undo(o.args) end, { nargs = '?', complete = ids, desc = 'Undo an accept (default: the latest)' })
 cmd('CairnAcceptHunk', function(o) cairn().accept_hunk(nil, o.bang) end, { bang = true, desc = 'Accept the hunk under the cursor (! = even where it conflicts with your edit)' })
 cmd('CairnRejectHunk', function(o) cairn().reject_hunk(nil, o.args) end, { nargs = '*', desc = 'Reject the hunk under the cursor: [reason for the agent]' })
 cmd('CairnNextHunk', function() cairn().next_hunk() end, { desc = 'Go to the next cairn hunk' })

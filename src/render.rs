@@ -126,7 +126,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             if r.finished_interrupted {
                 errln!("cairn: finished the hunk accept a crash had interrupted (in {}); the hunk asked for now was not applied: list the hunks again (`cairn hunks {}`)", esc(&r.path), r.id);
             }
-            outln!("{} {}: {} hunk(s) left, agent {}", r.id, esc(&r.path), r.remaining, r.state)
+            outln!("{} {}: {} hunk(s) left in it, {} in all, agent {}", r.id, esc(&r.path), r.remaining, r.remaining_all, r.state)
         }
     }
     0

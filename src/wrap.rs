@@ -24,11 +24,12 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)) };
     let id = cairn_core::wrap::begin(project, &opts)?;
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "cairn: wrap session {id}: what `{}` writes becomes a proposal (`cairn diff {id}`)", cairn_core::display::escape(&opts.argv.join(" ")));
+    let shown = cairn_core::display::escape(&cairn_core::wrap::command_text(&opts.argv)).into_owned();
+    let _ = writeln!(err, "cairn: wrap session {id}: what `{shown}` writes becomes a proposal (`cairn diff {id}`)");
     drop(err);
     let done = cairn_core::wrap::run(project, &id, &opts)?;
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "cairn: wrap session {id}: `{}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", cairn_core::display::escape(&opts.argv.join(" ")), done.exit, done.changed);
+    let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", done.exit, done.changed);
     if !done.denied.is_empty() {
         let hosts = done.denied.iter().map(|h| cairn_core::display::escape(h)).collect::<Vec<_>>().join(", ");
         let _ = writeln!(err, "cairn: wrap session {id}: the proxy refused {hosts} (add to [wrap] allow_hosts to allow; see :help cairn-wrap)");

@@ -77,7 +77,7 @@ function M.comment(first, last, text, on_done)
 end
 
 function M.undo(id, on_done)
-  rpc.call('undo', { id = id }, function(r)
+  rpc.call('undo', id_arg(id), function(r)
     M.reload(vim.list_extend(vim.list_extend({}, r.restored or {}), r.removed or {}))
     notify.notify('undone ' .. r.id)
     if on_done then on_done(r) end
@@ -100,7 +100,7 @@ local function hunk_action(method, on_done, force, reason)
     if method == 'accept_hunk' then
       M.reload({ found.path })
     end
-    notify.notify(string.format('%s a hunk of %s (%d left)', method == 'accept_hunk' and 'accepted' or 'rejected', found.path, r.remaining))
+    notify.notify(string.format('%s a hunk of %s (%d left in all)', method == 'accept_hunk' and 'accepted' or 'rejected', found.path, r.remaining_all or r.remaining))
     if on_done then on_done(r) end
   end)
 end

@@ -25,7 +25,10 @@ function M.start(cmd, on_done)
     rpc.call('wrap_argv', nil, function(r)
       local argv = vim.list_extend(vim.deepcopy(r.argv), { '--task', cmd, '--', 'sh', '-c', cmd })
       if vim.env.TMUX and vim.fn.executable('tmux') == 1 then
-        local tmux = vim.list_extend({ 'tmux', 'split-window', '-h', '-c', vim.fn.getcwd() }, argv)
+        -- The pane stays until a key once the agent ends: its last answer, or why it did not
+        -- start ("not found"), stays readable.
+        local hold = { 'sh', '-c', '"$@"; code=$?; printf "\n[cairn: the agent ended (exit %s); press Enter to close]" "$code"; read _', 'sh' }
+        local tmux = vim.list_extend(vim.list_extend({ 'tmux', 'split-window', '-h', '-c', vim.fn.getcwd() }, hold), argv)
         vim.system(tmux)
       else
         vim.cmd('botright new')

@@ -30,6 +30,7 @@ mod review;
 mod review_mcp;
 mod review_loop;
 mod review_revisions;
+mod rough_edges;
 mod runs;
 mod llm;
 mod sandbox;

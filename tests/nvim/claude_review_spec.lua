@@ -393,6 +393,10 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   wait_slow(10000, function() return view().marks == 0 end, 'ghost text cleared')
   -- Events that come together show as one line that fits: never a hit-enter prompt.
   H.eq(hit_enter, 0, 'times the inner Neovim stopped at "Press ENTER"')
+  -- Claude quits: its pane stays, with its last screen and how it ended, until a key.
+  tmux({ 'send-keys', '-t', claude_pane, 'C-c' })
+  tmux({ 'send-keys', '-t', claude_pane, 'C-c' })
+  wait_slow(15000, function() return pane(claude_pane):find('press Enter to close', 1, true) ~= nil end, function() return 'the held pane:\n' .. pane(claude_pane) end)
 end)
 
 --- Processes of this run (their environment holds its key), but this one.

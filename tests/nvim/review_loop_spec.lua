@@ -268,6 +268,16 @@ H.test('after `cairn undo` the agent is undone and its ghost text is back', func
   H.ok(vim.tbl_contains(H.virt_text(buf), 'i = 900'), vim.inspect(H.virt_text(buf)))
 end)
 
+H.test(':CairnUndo without an id undoes the latest accept', function()
+  local buf = vim.fn.bufnr(path)
+  H.run(10000, function(d) require('cairn').accept(id, d) end, 'accepted again')
+  H.eq(H.read(path), (BASE:gsub('i = 9\n', 'i = 900\n')), 'accepted again')
+  vim.cmd('CairnUndo')
+  wait_cli(10000, function() return cli_json('status', id, '--json').state == 'undone' end, 'undone by :CairnUndo')
+  H.eq(H.read(path), BASE, 'the file restored')
+  H.wait(10000, function() return H.hunks(buf) == 1 end, 'its ghost text back')
+end)
+
 if wrap_job and wrap_job.code == nil then
   vim.fn.jobstop(wrap_job.job)
 end

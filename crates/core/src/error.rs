@@ -29,6 +29,9 @@ pub enum Error {
     /// user deleted or replaced a file the agent changes).
     #[error("accept refused: agent {id}'s change conflicts with your edits: {}", conflicts.join("; "))]
     Conflict { id: String, conflicts: Vec<String> },
+    /// One hunk's accept refused: it touches lines the user changed.
+    #[error("hunk accept refused: agent {id}'s hunk of {path} at line {line} conflicts with your edit")]
+    HunkConflict { id: String, path: String, line: usize },
     /// Undo refused: these paths were edited after the accept.
     #[error("undo refused: edited since agent {id} was accepted: {}", paths.join(", "))]
     EditedSinceAccept { id: String, paths: Vec<String> },
@@ -143,6 +146,7 @@ impl Error {
             Error::IllegalTransition { .. } => "illegal_transition",
             Error::StaleBase { .. } => "stale_base",
             Error::Conflict { .. } => "conflict",
+            Error::HunkConflict { .. } => "conflict",
             Error::EditedSinceAccept { .. } => "edited_since_accept",
             Error::InvalidPath(_) => "invalid_path",
             Error::ProtectedPath { .. } => "protected_path",
@@ -179,6 +183,9 @@ impl Error {
             Error::UnknownAgent(_) => "`cairn list-agents --all` shows every agent id".into(),
             Error::AmbiguousAgent { .. } => "type more characters of the id".into(),
             Error::IllegalTransition { .. } => "`cairn status <id>` shows the agent's state".into(),
+            Error::HunkConflict { id, path, line } => {
+                format!("in Neovim, :CairnAcceptHunk! takes the agent's side for this hunk; from a shell, `cairn accept-hunk {id} {path} N --force` (N as `cairn hunks {id}` numbers it; it was at line {line}). Your version is journaled: `cairn undo {id}` gives it back")
+            }
             Error::Conflict { id, .. } => {
                 format!("see them marked CONFLICT in `cairn diff {id}`; `cairn accept {id} --force` takes the agent's side there (your version is journaled: `cairn undo {id}` gives it back)")
             }
@@ -230,6 +237,7 @@ mod tests {
             Error::IllegalTransition { .. } => (1, "illegal_transition"),
             Error::StaleBase { .. } => (1, "stale_base"),
             Error::Conflict { .. } => (1, "conflict"),
+            Error::HunkConflict { .. } => (1, "conflict"),
             Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
             Error::InvalidPath(_) => (1, "invalid_path"),
             Error::ProtectedPath { .. } => (1, "protected_path"),
@@ -268,6 +276,7 @@ mod tests {
             Error::IllegalTransition { id: s(), from: s(), action: s() },
             Error::StaleBase { id: s(), paths: vec![s()] },
             Error::Conflict { id: s(), conflicts: vec![s()] },
+            Error::HunkConflict { id: s(), path: s(), line: 1 },
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::InvalidPath(s()),
             Error::ProtectedPath { path: s(), rule: "r" },

@@ -335,7 +335,9 @@ pub fn stat(changes: &[FileChange]) -> String {
         dels += d;
         let _ = writeln!(out, " {} | {} {}{}", crate::display::escape_line(&c.path), a + d, "+".repeat(a.min(40)), "-".repeat(d.min(40)));
     }
-    let _ = writeln!(out, " {} file{} changed, {adds} insertion(s)(+), {dels} deletion(s)(-)", changes.len(), if changes.len() == 1 { "" } else { "s" });
+    // git's wording: "1 insertion(+)", "2 insertions(+)".
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let _ = writeln!(out, " {} changed, {}(+), {}(-)", plural(changes.len(), "file"), plural(adds, "insertion"), plural(dels, "deletion"));
     out
 }
 

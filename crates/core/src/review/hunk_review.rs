@@ -69,6 +69,14 @@ pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
         .collect())
 }
 
+/// Hunks still proposed in every file of `id` (none once it ended).
+fn left_in_all(project: &Project, id: &str, state: State) -> Result<usize> {
+    if !state.is_reviewable() {
+        return Ok(0);
+    }
+    Ok(file_hunks(project, id)?.iter().map(|f| f.hunks.len()).sum())
+}
+
 /// What a hunk-level action left.
 #[derive(Debug, Clone, Serialize)]
 pub struct HunkReport {
@@ -76,6 +84,8 @@ pub struct HunkReport {
     pub path: String,
     /// Hunks of this file still proposed.
     pub remaining: usize,
+    /// Hunks still proposed in every file of the agent.
+    pub remaining_all: usize,
     /// The agent's state afterwards (accepted or rejected once nothing is left).
     pub state: State,
     /// This call finished a hunk accept a crash had interrupted (that hunk, not the one asked
@@ -149,7 +159,7 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
     }
     let (overlay, change) = find_hunk(project, id, path, hunk)?;
     if in_conflict(&change, hunk) && !force {
-        return Err(Error::Conflict { id: id.to_string(), conflicts: vec![format!("{path} (the hunk at line {})", hunk.old_start + 1)] });
+        return Err(Error::HunkConflict { id: id.to_string(), path: path.to_string(), line: hunk.old_start + 1 });
     }
     super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
@@ -201,7 +211,7 @@ fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &
     }
     overlay.kv_delete(PENDING)?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, state, finished_interrupted: false })
+    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, remaining_all: left_in_all(project, id, state)?, state, finished_interrupted: false })
 }
 
 /// Finishes a hunk accept a crash interrupted (the very hunk chosen then, whatever is asked
@@ -244,7 +254,7 @@ pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, reason:
     let remaining = hunks_between(old, &kept).len();
     project.bin()?.decide_hunk(id, path, false, Some(&serde_json::to_string(hunk)?))?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, state, finished_interrupted: false })
+    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, remaining_all: left_in_all(project, id, state)?, state, finished_interrupted: false })
 }
 
 /// Earlier decisions carry over: a hunk the user rejected in an earlier revision, proposed

@@ -78,7 +78,7 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
             Ok(id)
         }
         None => {
-            let task = opts.task.clone().unwrap_or_else(|| opts.argv.join(" "));
+            let task = opts.task.clone().unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
             project.overlay(&id)?.kv_set(ARGV, &serde_json::to_string(&opts.argv)?)?;
             Ok(id)
@@ -94,6 +94,24 @@ fn takes_prompt(argv: &[String]) -> bool {
     let interpreter = matches!(program, "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "env" | "python" | "python3" | "node" | "perl" | "ruby");
     let prompt = argv.len() >= 3 && matches!(argv[argv.len() - 2].as_str(), "-p" | "--print" | "--prompt" | "exec");
     prompt && !script && !interpreter
+}
+
+/// The command line as the user wrote it, for summaries and banners: a `sh -c SCRIPT`
+/// wrapper (how :CairnWrap starts a command line) shows as its script; other words are
+/// quoted for a shell where they need it.
+pub fn command_text(argv: &[String]) -> String {
+    let shell = argv.len() == 3 && argv[1] == "-c" && matches!(Path::new(&argv[0]).file_name().and_then(|n| n.to_str()), Some("sh" | "bash" | "dash" | "zsh"));
+    if shell {
+        return argv[2].clone();
+    }
+    let quote = |a: &String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c)) {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// The overlay key of the session's command line (what `cairn wrap --agent ID` re-runs).
@@ -160,7 +178,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let exit = ran.exit;
     let network = if matches!(req.network, runbox::wrap::Network::Host) { "; network: host (opted in)" } else { "" };
     // The command line may carry delivered feedback: its first line names it.
-    let shown: String = crate::display::escape_line(opts.argv.join(" ").lines().next().unwrap_or("")).chars().take(200).collect();
+    let shown: String = crate::display::escape_line(command_text(&opts.argv).lines().next().unwrap_or("")).chars().take(200).collect();
     let changed = finish(project, agent, &staged, &dir, &mut live.seen, &format!("`{shown}` {exit}{network}"))?;
     if let Some(e) = sync_error {
         return Err(e);

@@ -1,0 +1,40 @@
+//! Small things a user meets (issue 35's rough edges): git's `--stat` wording, a hunk
+//! conflict's hint naming the hunk command, "N left" counting every file, summaries and
+//! banners showing the command as the user wrote it.
+
+use crate::support::*;
+
+#[test]
+fn diff_stat_reads_like_gits() {
+    let f = Fixture::with_files(&[("a.txt", "a\nb\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A\\nb\\n')\n");
+    let stat = f.cairn(&["diff", &s.id, "--stat"]).ok().stdout;
+    assert!(stat.contains("1 file changed, 1 insertion(+), 1 deletion(-)"), "{stat}");
+    let s2 = f.run_ok("write_file('a.txt', 'A\\nB\\n')\nwrite_file('c.txt', 'c\\n')\n");
+    let stat = f.cairn(&["diff", &s2.id, "--stat"]).ok().stdout;
+    assert!(stat.contains("2 files changed, 3 insertions(+), 2 deletions(-)"), "{stat}");
+}
+
+#[test]
+fn a_conflicting_hunk_names_the_hunk_commands_and_left_counts_every_file() {
+    let f = Fixture::with_files(&[("a.txt", "a\nb\n"), ("b.txt", "x\n")]);
+    let s = f.run_ok("write_file('a.txt', 'A\\nb\\n')\nwrite_file('b.txt', 'X\\n')\n");
+    f.write("a.txt", "mine\nb\n");
+    let refused = f.cairn(&["accept-hunk", &s.id, "a.txt", "1"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains(":CairnAcceptHunk!") && refused.stderr.contains("accept-hunk") && !refused.stderr.contains(&format!("cairn accept {} --force", s.id)), "{}", refused.stderr);
+    let out = f.cairn(&["accept-hunk", &s.id, "b.txt", "1"]).ok().stdout;
+    assert!(out.contains("0 hunk(s) left in it, 1 in all"), "{out}");
+}
+
+#[test]
+fn summaries_and_banners_show_the_users_command() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let out = f.cairn(&["wrap", "--", "sh", "-c", "echo \"a b\" > b.txt"]);
+    assert!(out.stderr.contains("what `echo \"a b\" > b.txt` writes"), "{}", out.stderr);
+    let agents = f.cairn(&["list-agents", "--json"]).ok().json();
+    let summary = agents[0]["submission"]["summary"].as_str().unwrap_or("").to_string();
+    assert!(summary.contains("`echo \"a b\" > b.txt` exited with 0") && !summary.contains("sh -c"), "{summary}");
+    let quoted = f.cairn(&["wrap", "--", "printf", "%s\\n", "two words"]);
+    assert!(quoted.stderr.contains("what `printf '%s\\n' 'two words'` writes"), "{}", quoted.stderr);
+}
