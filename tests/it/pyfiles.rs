@@ -90,5 +90,5 @@ fn paths_outside_the_project_and_protected_paths_are_permission_errors() {
     );
     let st = f.cairn(&["status", &s.id, "--json"]).ok().json();
     assert_eq!(st["result"], serde_json::json!(["/etc/passwd refused", "../outside.txt refused", ".git/config refused", ".cairn.toml refused", "read refused", true]), "{st}");
-    assert_eq!(f.cairn(&["diff", &s.id, "--stat"]).ok().stdout.lines().last().unwrap_or(""), " 0 files changed, 0 insertion(s)(+), 0 deletion(s)(-)");
+    assert_eq!(f.cairn(&["diff", &s.id, "--stat"]).ok().stdout.lines().last().unwrap_or(""), " 0 files changed, 0 insertions(+), 0 deletions(-)");
 }

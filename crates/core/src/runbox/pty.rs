@@ -254,6 +254,12 @@ fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
         match rustix::io::read(&stdin, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                // A resize just before a key reaches the agent before the key does.
+                if let Ok(size) = rustix::termios::tcgetwinsize(&stdin) {
+                    if rustix::termios::tcgetwinsize(&master).is_ok_and(|m| (m.ws_row, m.ws_col) != (size.ws_row, size.ws_col)) {
+                        let _ = rustix::termios::tcsetwinsize(&master, size);
+                    }
+                }
                 if master.write_all(&buf[..n]).is_err() {
                     break;
                 }

@@ -1,0 +1,62 @@
+//! A wrap session's command line: as the user wrote it (summaries, banners), and as a
+//! resumed session runs it (the recorded one; feedback after a prompt it ends with).
+
+use super::ARGV;
+use crate::error::{Error, Result};
+use crate::project::Project;
+use std::path::Path;
+
+/// The command line of a resumed session: the one given, else the one it was started with;
+/// feedback sent to it (`cairn revise`) and not delivered yet is appended to its last
+/// argument, where agent CLIs take their prompt (`claude -p PROMPT`, `codex exec PROMPT`,
+/// `gemini -p PROMPT`). Delivered here, once.
+pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<Vec<String>> {
+    let mut argv = given.to_vec();
+    if argv.is_empty() {
+        let saved = project.existing_overlay(agent)?.and_then(|o| o.kv_get(ARGV).ok().flatten());
+        argv = saved.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    }
+    if argv.is_empty() {
+        return Err(Error::Usage(format!("agent {agent} has no recorded command: cairn wrap --agent {agent} -- CMD ARGS...")));
+    }
+    // Only a command line that carries a prompt (`claude -p P`, `codex exec P`, `gemini -p P`)
+    // takes the feedback after it; any other (an interactive CLI with flags, a shell's or an
+    // interpreter's script, as :CairnWrap's `sh -c '...'`) gets it typed into its terminal.
+    if takes_prompt(&argv) {
+        if let Some(feedback) = crate::review::feedback::take(project, agent, "command line")? {
+            if let Some(last) = argv.last_mut() {
+                last.push_str("\n\n");
+                last.push_str(&feedback);
+            }
+        }
+    }
+    Ok(argv)
+}
+
+/// Does `argv` end with a prompt its CLI takes (`-p`/`--print`/`--prompt PROMPT`, or the
+/// `exec` subcommand's)? Never a shell's or an interpreter's script.
+fn takes_prompt(argv: &[String]) -> bool {
+    let program = Path::new(argv.first().map_or("", String::as_str)).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let script = argv.iter().skip(1).any(|a| matches!(a.as_str(), "-c" | "-e" | "--eval" | "-lc" | "-ec"));
+    let interpreter = matches!(program, "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "env" | "python" | "python3" | "node" | "perl" | "ruby");
+    let prompt = argv.len() >= 3 && matches!(argv[argv.len() - 2].as_str(), "-p" | "--print" | "--prompt" | "exec");
+    prompt && !script && !interpreter
+}
+
+/// The command line as the user wrote it, for summaries and banners: a `sh -c SCRIPT`
+/// wrapper (how :CairnWrap starts a command line) shows as its script; other words are
+/// quoted for a shell where they need it.
+pub fn command_text(argv: &[String]) -> String {
+    let shell = argv.len() == 3 && argv[1] == "-c" && matches!(Path::new(&argv[0]).file_name().and_then(|n| n.to_str()), Some("sh" | "bash" | "dash" | "zsh"));
+    if shell {
+        return argv[2].clone();
+    }
+    let quote = |a: &String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c)) {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
