@@ -84,9 +84,22 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
         // The moment stdin ends, what runs for the client is killed: its calls end at once
         // and the server does not wait out their work.
         let (io, writer) = pipe();
+        // SIGTERM or SIGHUP (a client that stops its servers so, as `claude -p` does; a closed
+        // terminal) ends the server as a disconnect does: its implicit session is finished.
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut term, mut hup) = (signal(SignalKind::terminate()).ok(), signal(SignalKind::hangup()).ok());
+        let stopped = async move {
+            tokio::select! {
+                () = next_signal(&mut term) => {}
+                () = next_signal(&mut hup) => {}
+            }
+        };
         match server.serve(io).await {
             Ok(running) => {
-                let _ = running.waiting().await;
+                tokio::select! {
+                    _ = running.waiting() => {}
+                    () = stopped => tracing::info!("mcp: stopped by a signal"),
+                }
             }
             Err(e) => tracing::warn!("mcp: the client did not initialize: {e}"),
         }
@@ -109,6 +122,16 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
         let _ = t.join();
     }
     Ok(())
+}
+
+/// The next delivery of `sig` (never, without a handler).
+async fn next_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
+    match sig.as_mut() {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
 }
 
 /// The pipe between the client and rmcp, a line at a time: a line that is not JSON is answered

@@ -38,3 +38,33 @@ fn summaries_and_banners_show_the_users_command() {
     let quoted = f.cairn(&["wrap", "--", "printf", "%s\\n", "two words"]);
     assert!(quoted.stderr.contains("what `printf '%s\\n' 'two words'` writes"), "{}", quoted.stderr);
 }
+
+/// `cairn mcp` stopped with SIGTERM or SIGHUP (as `claude -p` stops its servers; a closed
+/// terminal) finishes its connection's own session as a disconnect does: a proposal, never an
+/// agent `executing` for ever.
+#[test]
+fn a_signal_to_the_mcp_server_finishes_its_implicit_session() {
+    use std::io::{BufRead, BufReader, Write};
+    for sig in ["TERM", "HUP"] {
+        let f = Fixture::with_files(&[("a.txt", "a\n")]);
+        f.init();
+        let mut server = f.cmd().arg("mcp").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut stdin = server.stdin.take().unwrap();
+        let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sig-client","version":"1"}}}"#;
+        writeln!(stdin, "{init}").unwrap();
+        assert!(lines.next().unwrap().unwrap().contains("\"id\":1"));
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"b.txt","content":"b\n"}}}}}}"#).unwrap();
+        let reply = lines.next().unwrap().unwrap();
+        assert!(reply.contains("\"id\":2") && !reply.contains("\"isError\":true"), "{reply}");
+        let executing = f.cairn(&["list-agents", "--json"]).ok().json();
+        assert_eq!(executing[0]["state"], "executing", "{executing}");
+        assert!(std::process::Command::new("kill").arg(format!("-{sig}")).arg(server.id().to_string()).status().unwrap().success());
+        let status = server.wait().unwrap();
+        assert!(status.success(), "the server ends cleanly on signal {sig}: {status:?}");
+        let agents = f.cairn(&["list-agents", "--json"]).ok().json();
+        assert_eq!(agents[0]["state"], "reviewing", "signal {sig}: {agents}");
+        assert!(f.cairn(&["diff", agents[0]["id"].as_str().unwrap()]).ok().stdout.contains("+b"));
+    }
+}
