@@ -264,7 +264,12 @@ impl Handler {
         let file = args.str("file").and_then(|f| {
             std::path::Path::new(&f).strip_prefix(&self.project.root).ok().map(|p| p.display().to_string())
         });
+        // The line the diff maps the cursor's line to in the agent's version.
         let line = args.0.get("line").and_then(|l| l.as_u64()).map(|l| l as usize);
+        let line = match (&file, line) {
+            (Some(f), Some(l)) => Some(cairn_core::review::hunk_review::file_hunks(&self.project, id)?.iter().find(|h| &h.path == f).map_or(l, |h| cairn_core::review::hunks::map_line(&h.hunks, l))),
+            _ => line,
+        };
         let pane = if crate::tmux::inside_tmux() {
             let editor = args.str("editor").unwrap_or_else(|| "nvim".into());
             Some(crate::tmux::open_preview(&self.project, &editor, &m.path, file.as_deref(), line)?)

@@ -79,7 +79,7 @@ H.test('ghost text on screen: insertion before the first line', function()
   }, 'screen')
 end)
 
-H.test(':CairnPreview opens a pane on the workspace at the same file and line; the next reuses it', function()
+H.test(':CairnPreview opens a pane on the workspace at the same file, at the line the diff maps to; the next reuses it', function()
   send(':3')
   send(':CairnPreview')
   -- tmux learns a new pane's working directory a moment after creating it: wait for both.
@@ -92,7 +92,8 @@ H.test(':CairnPreview opens a pane on the workspace at the same file and line; t
   end, 'a second pane with its working directory')
   H.ok(path:find(home .. '/workspaces/', 1, true), 'pane cwd is the workspace: ' .. path)
   H.wait(10000, function() return screen(id):find('zero') ~= nil end, 'preview nvim shows the agent\'s version')
-  H.wait(5000, function() return screen(id):find('3,1') ~= nil end, 'preview at line 3: ' .. screen(id))
+  -- At the line the diff maps line 3 to: the agent added a line above it.
+  H.wait(5000, function() return screen(id):find('4,1') ~= nil end, 'preview at line 4: ' .. screen(id))
   local pid_before = tmux({ 'display-message', '-p', '-t', id, '#{pane_pid}' })
   send(':CairnPreview')
   -- Reuse restarts the editor in the same pane: its process changes, the pane does not.

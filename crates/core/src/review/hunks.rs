@@ -22,6 +22,23 @@ pub struct Hunk {
     pub added: Vec<String>,
 }
 
+/// Line `line` (1-based) of the old side, in the new side: moved by the hunks above it; a
+/// line a hunk removes maps to where the hunk's new lines start.
+pub fn map_line(hunks: &[Hunk], line: usize) -> usize {
+    let at = line.saturating_sub(1);
+    let mut shift: isize = 0;
+    for h in hunks {
+        if at < h.old_start {
+            break;
+        }
+        if at < h.old_start + h.removed.len() {
+            return ((h.old_start as isize + shift).max(0) as usize) + 1;
+        }
+        shift += h.added.len() as isize - h.removed.len() as isize;
+    }
+    ((at as isize + shift).max(0) as usize) + 1
+}
+
 /// Lines with their terminators (a last line without one is kept).
 pub(super) fn lines(text: &[u8]) -> Vec<&[u8]> {
     text.split_inclusive(|&b| b == b'\n').collect()
@@ -99,6 +116,18 @@ mod tests {
     fn h(old_start: usize, removed: &[&str], added: &[&str]) -> Hunk {
         let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
         Hunk { old_start, removed: v(removed), added: v(added) }
+    }
+
+    #[test]
+    fn lines_map_through_the_hunks_above_them() {
+        // Old: a b c d e. New: a X Y c e (b → X Y; d removed).
+        let hunks = [h(1, &["b"], &["X", "Y"]), h(3, &["d"], &[])];
+        let cases = [(1, 1), (2, 2), (3, 4), (4, 5), (5, 5), (9, 9)];
+        for (old, new) in cases {
+            assert_eq!(map_line(&hunks, old), new, "line {old}");
+        }
+        // An insertion above moves the line down.
+        assert_eq!(map_line(&[h(0, &[], &["new"])], 1), 2);
     }
 
     #[test]
