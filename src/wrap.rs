@@ -29,7 +29,11 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     drop(err);
     let done = cairn_core::wrap::run(project, &id, &opts)?;
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", done.exit, done.changed);
+    if done.changed == 0 {
+        let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; nothing proposed", done.exit);
+    } else {
+        let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", done.exit, done.changed);
+    }
     if !done.denied.is_empty() {
         let hosts = done.denied.iter().map(|h| cairn_core::display::escape(h)).collect::<Vec<_>>().join(", ");
         let _ = writeln!(err, "cairn: wrap session {id}: the proxy refused {hosts} (add to [wrap] allow_hosts to allow; see :help cairn-wrap)");

@@ -68,3 +68,20 @@ fn a_signal_to_the_mcp_server_finishes_its_implicit_session() {
         assert!(f.cairn(&["diff", agents[0]["id"].as_str().unwrap()]).ok().stdout.contains("+b"));
     }
 }
+
+/// A wrapped command that changes nothing (or cannot start) leaves no empty proposal to be
+/// the default target of an accept: the session ends "finished (nothing proposed)".
+#[test]
+fn a_wrap_session_that_changes_nothing_proposes_nothing() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    for cmd in [vec!["true"], vec!["no-such-agent-cli"]] {
+        let out = f.cairn(&[&["wrap", "--"][..], &cmd[..]].concat());
+        assert!(out.stderr.contains("nothing proposed"), "{}", out.stderr);
+    }
+    assert_eq!(f.cairn(&["list-agents", "--json"]).ok().json(), serde_json::json!([]), "no active proposal");
+    let all = f.cairn(&["list-agents", "--all", "--json"]).ok().json();
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+    assert!(all.as_array().unwrap().iter().all(|a| a["state"] == "rejected"), "{all}");
+    let events = f.cairn(&["events", "--json"]).ok().stdout;
+    assert_eq!(events.lines().filter(|l| l.contains("finished (nothing proposed)")).count(), 2, "{events}");
+}

@@ -90,6 +90,8 @@ impl State {
                 | (Reviewing, Rejected)
                 | (Queued, Rejected)
                 | (Errored, Rejected)
+                // A wrap session that ends having proposed nothing.
+                | (Executing, Rejected)
                 // `cairn undo`, and the undone proposal decided again.
                 | (Accepted, Undone)
                 | (Undone, Accepted)
@@ -235,6 +237,7 @@ mod tests {
             (Executing, Errored),
             (Submitting, Errored),
             (Reviewing, Errored),
+            (Executing, Rejected),
             (Accepted, Undone),
             (Undone, Accepted),
             (Undone, Rejected),

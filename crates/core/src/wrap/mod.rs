@@ -237,7 +237,13 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
     sync(project, agent, staged, dir, seen, false)?;
     let state = project.bin()?.get(agent)?.state;
     let mut changed = 0;
-    if state == State::Executing {
+    let nothing = state == State::Executing && project.existing_overlay(agent)?.map_or(Ok(true), |o| o.paths().map(|p| p.is_empty()))?;
+    if nothing {
+        // Nothing to review: the session ends there, never a default target of an accept.
+        let message = format!("wrap: {how}; finished (nothing proposed)");
+        project.bin()?.transition(agent, State::Rejected, "finish", crate::store::bin::TransitionExtra { message: Some(&message), ..Default::default() })?;
+        project.archive_overlay(agent)?;
+    } else if state == State::Executing {
         let overlay = project.overlay(agent)?;
         let paths = overlay.paths()?;
         changed = paths.len();
