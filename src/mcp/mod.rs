@@ -351,27 +351,6 @@ impl Server {
         }
     }
 
-    /// The session `review_wait` waits on: `given`, else this connection's own finished one
-    /// (what it submitted), else its open one.
-    async fn waited_session(&self, given: Option<String>) -> Result<String, CallToolResult> {
-        if given.as_deref().is_none_or(str::is_empty) {
-            if let Some(i) = self.finished.lock().await.as_ref() {
-                return Ok(i.session.clone());
-            }
-        }
-        self.existing_session(given).await
-    }
-
-    /// A revise reopened `session`: if it was this connection's own, file tools without
-    /// `session` go to it again. (Locks in one order everywhere: `implicit`, then `finished`.)
-    async fn resume_implicit(&self, session: &str) {
-        let mut slot = self.implicit.lock().await;
-        let mut finished = self.finished.lock().await;
-        if slot.is_none() && finished.as_ref().is_some_and(|i| i.session == session) {
-            *slot = finished.take();
-        }
-    }
-
     /// Runs external `name` in the session's overlay; `render` makes the answer of its value.
     async fn external(&self, ctx: &RequestContext<RoleServer>, session: Option<String>, first_path: &str, name: &'static str, args: Vec<Value>, kwargs: serde_json::Map<String, Value>) -> Result<Result<Value, CallToolResult>, ErrorData> {
         let session = match self.session(ctx, session, first_path).await {

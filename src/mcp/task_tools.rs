@@ -176,3 +176,27 @@ impl Server {
         self.core(&ctx, move |p, who| sessions::cancel(p, who, &a.session, a.reason.as_deref().unwrap_or("cancelled"))).await
     }
 }
+
+/// `review_wait`'s side of this connection's own sessions.
+impl Server {
+    /// The session `review_wait` waits on: `given`, else this connection's own finished one
+    /// (what it submitted), else its open one.
+    pub(super) async fn waited_session(&self, given: Option<String>) -> Result<String, rmcp::model::CallToolResult> {
+        if given.as_deref().is_none_or(str::is_empty) {
+            if let Some(i) = self.finished.lock().await.as_ref() {
+                return Ok(i.session.clone());
+            }
+        }
+        self.existing_session(given).await
+    }
+
+    /// A revise reopened `session`: if it was this connection's own, file tools without
+    /// `session` go to it again. (Locks in one order everywhere: `implicit`, then `finished`.)
+    pub(super) async fn resume_implicit(&self, session: &str) {
+        let mut slot = self.implicit.lock().await;
+        let mut finished = self.finished.lock().await;
+        if slot.is_none() && finished.as_ref().is_some_and(|i| i.session == session) {
+            *slot = finished.take();
+        }
+    }
+}

@@ -209,9 +209,12 @@ fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &
     if let Some(h) = &p.hunk {
         super::feedback::record_hunk(project, id, &p.path, h, true, None)?;
     }
+    // Counted while the accept is still marked pending: a kill in the count (which opens the
+    // overlay again) finishes this hunk on the re-run instead of taking the next one.
+    let remaining_all = left_in_all(project, id, State::Reviewing)?;
     overlay.kv_delete(PENDING)?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, remaining_all: left_in_all(project, id, state)?, state, finished_interrupted: false })
+    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, remaining_all, state, finished_interrupted: false })
 }
 
 /// Finishes a hunk accept a crash interrupted (the very hunk chosen then, whatever is asked
