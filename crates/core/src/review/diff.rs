@@ -67,10 +67,19 @@ pub struct FileChange {
 }
 
 impl FileChange {
-    /// A plain two-way change (an interdiff: no merge, no conflicts).
-    pub fn plain(path: &str, kind: ChangeKind, old: Option<Vec<u8>>, new: Option<Vec<u8>>) -> FileChange {
+    /// A plain two-way change (an interdiff: no merge, no conflicts), its kind from the two
+    /// sides; `None` when they are the same.
+    pub fn between(path: &str, old: Option<Vec<u8>>, new: Option<Vec<u8>>) -> Option<FileChange> {
+        if old == new {
+            return None;
+        }
+        let kind = match (&old, &new) {
+            (None, _) => ChangeKind::Added,
+            (_, None) => ChangeKind::Deleted,
+            _ => ChangeKind::Modified,
+        };
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
-        FileChange {
+        Some(FileChange {
             path: path.to_string(),
             kind,
             binary,
@@ -86,7 +95,7 @@ impl FileChange {
             seen: None,
             old_is_base: false,
             runs_by_itself: None,
-        }
+        })
     }
 
     /// Does accepting this change need `--force`?

@@ -113,3 +113,22 @@ pub fn render(fb: &[Feedback]) -> String {
     out.push_str("Please revise your changes accordingly.");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is typed into an agent's terminal carries no byte a terminal obeys: the agent's
+    /// own lines (in a hunk) and the user's reason are escaped, on one line each, so neither
+    /// can end the bracketed paste early, press Enter or set the clipboard. (The text is never
+    /// given to a shell: see `wrap::argv::takes_prompt`.)
+    #[test]
+    fn the_message_to_the_agent_carries_no_control_bytes() {
+        let hunk = Hunk { old_start: 2, removed: vec!["a\x1b[201~\rrm -rf ~\r".into()], added: vec!["\x1b]52;c;SGk=\x07`touch x`".into()] };
+        let piece = |kind, text: String| Feedback { seq: 1, revision: 1, kind, path: Some("f\x1b.py".into()), lines: Some((3, 3)), text, ts_ms: 0, sent_in: Some(2), delivered_via: None };
+        let text = render(&[piece(FeedbackKind::HunkRejected, format!("{} — no\rway", describe_hunk(&hunk))), piece(FeedbackKind::Comment, "two\nlines\u{202e}".into())]);
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        assert!(!text.contains('\u{202e}') && text.contains("«a\\x1b[201~"), "{text:?}");
+        assert_eq!(text.lines().count(), 4, "a header, one line per piece, the request: {text:?}");
+    }
+}

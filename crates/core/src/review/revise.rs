@@ -7,7 +7,7 @@
 //! slot 1 what the user had reviewed when the current revision started (copied from slot 0
 //! by [`revise`] or by the agent writing again after its turn).
 
-use super::diff::{changes, ChangeKind, FileChange};
+use super::diff::{changes, FileChange};
 use super::hunks::{hunks_between, Hunk};
 use crate::error::{Error, Result};
 use crate::lifecycle::{Provider, State};
@@ -130,15 +130,7 @@ pub fn since_review(project: &Project, id: &str) -> Result<Vec<FileChange>> {
             Some((_, c)) => c.clone(),
             None => cur.map_or_else(project_now, |c| Ok(c.old.clone()))?,
         };
-        if old == new {
-            continue;
-        }
-        let kind = match (&old, &new) {
-            (None, _) => ChangeKind::Added,
-            (_, None) => ChangeKind::Deleted,
-            _ => ChangeKind::Modified,
-        };
-        out.push(FileChange::plain(path, kind, old, new));
+        out.extend(FileChange::between(path, old, new));
     }
     Ok(out)
 }
@@ -149,14 +141,7 @@ pub fn reviewed(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let mut out = Vec::new();
     for (path, content) in o.snapshot_get(1)? {
         let now = crate::store::fsx::read(&project.root, &path)?.map(|(b, _)| b);
-        if now != content {
-            let kind = match (&now, &content) {
-                (None, _) => ChangeKind::Added,
-                (_, None) => ChangeKind::Deleted,
-                _ => ChangeKind::Modified,
-            };
-            out.push(FileChange::plain(&path, kind, now, content));
-        }
+        out.extend(FileChange::between(&path, now, content));
     }
     Ok(out)
 }

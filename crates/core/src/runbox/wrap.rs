@@ -213,14 +213,19 @@ fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
     out
 }
 
+/// The shells whose `-c SCRIPT` a command line may be.
+pub const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "fish"];
+
+/// The script of a `SHELL -c SCRIPT` command line (how :CairnWrap starts a command line).
+pub fn shell_script(argv: &[String]) -> Option<&str> {
+    let program = Path::new(argv.first()?).file_name()?.to_str()?;
+    (argv.len() >= 3 && argv[1] == "-c" && SHELLS.contains(&program)).then(|| argv[2].as_str())
+}
+
 /// The program a shell's script starts first (`sh -c 'A=1 exec claude -p x'` → `claude`):
 /// its first word that is not an assignment or `exec`/`env`/`command`, unquoted.
 fn script_program(argv: &[String]) -> Option<String> {
-    let shell = Path::new(argv.first()?).file_name()?.to_str()?;
-    if !matches!(shell, "sh" | "bash" | "dash" | "zsh" | "ksh") || argv.get(1).map(String::as_str) != Some("-c") {
-        return None;
-    }
-    let word = argv.get(2)?.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
+    let word = shell_script(argv)?.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
     let word = word.trim_matches(|c| c == '\'' || c == '"').trim_end_matches(';');
     (!word.is_empty()).then(|| word.to_string())
 }

@@ -38,7 +38,7 @@ pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<
 fn takes_prompt(argv: &[String]) -> bool {
     let program = Path::new(argv.first().map_or("", String::as_str)).file_name().and_then(|n| n.to_str()).unwrap_or("");
     let script = argv.iter().skip(1).any(|a| matches!(a.as_str(), "-c" | "-e" | "--eval" | "-lc" | "-ec"));
-    let interpreter = matches!(program, "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "env" | "python" | "python3" | "node" | "perl" | "ruby");
+    let interpreter = crate::runbox::wrap::SHELLS.contains(&program) || matches!(program, "env" | "python" | "python3" | "node" | "perl" | "ruby");
     let prompt = argv.len() >= 3 && matches!(argv[argv.len() - 2].as_str(), "-p" | "--print" | "--prompt" | "exec");
     prompt && !script && !interpreter
 }
@@ -47,9 +47,8 @@ fn takes_prompt(argv: &[String]) -> bool {
 /// wrapper (how :CairnWrap starts a command line) shows as its script; other words are
 /// quoted for a shell where they need it.
 pub fn command_text(argv: &[String]) -> String {
-    let shell = argv.len() == 3 && argv[1] == "-c" && matches!(Path::new(&argv[0]).file_name().and_then(|n| n.to_str()), Some("sh" | "bash" | "dash" | "zsh"));
-    if shell {
-        return argv[2].clone();
+    if let Some(script) = crate::runbox::wrap::shell_script(argv).filter(|_| argv.len() == 3) {
+        return script.to_string();
     }
     let quote = |a: &String| {
         if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c)) {

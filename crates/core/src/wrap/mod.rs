@@ -223,13 +223,19 @@ const FEEDBACK_QUIET: Duration = Duration::from_millis(500);
 
 /// The live agent's turn ended with changes: its proposal goes to review; the session keeps it.
 fn turn_ended(project: &Project, agent: &str) -> Result<()> {
+    submit(project, agent, "turn ended, waiting at its prompt")?;
+    project.bin()?.keep_worker(agent, this_worker())
+}
+
+/// The proposal to review with a summary saying `how` the session got there; returns how
+/// many paths it changes.
+fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     let overlay = project.overlay(agent)?;
     let paths = overlay.paths()?;
-    let summary = format!("wrap: turn ended, waiting at its prompt; {} path(s) changed", paths.len());
+    let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
-    let mut bin = project.bin()?;
-    crate::orchestrator::submit(project, &mut bin, agent, &overlay, true, serde_json::json!({ "wrap": "turn ended" }))?;
-    bin.keep_worker(agent, this_worker())
+    crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
+    Ok(paths.len())
 }
 
 /// The last sync, the proposal to `reviewing`, the session's directory removed.
@@ -244,12 +250,7 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
         project.bin()?.transition(agent, State::Rejected, "finish", crate::store::bin::TransitionExtra { message: Some(&message), ..Default::default() })?;
         project.archive_overlay(agent)?;
     } else if state == State::Executing {
-        let overlay = project.overlay(agent)?;
-        let paths = overlay.paths()?;
-        changed = paths.len();
-        let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
-        overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
-        crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
+        changed = submit(project, agent, how)?;
     } else if let Some(o) = project.existing_overlay(agent)? {
         changed = o.paths()?.len();
     }

@@ -146,6 +146,13 @@ fn feedback_row(r: &rusqlite::Row) -> rusqlite::Result<Feedback> {
     })
 }
 
+/// The feedback sent with revision `revision` and not delivered yet.
+fn sent_with(conn: &Connection, id: &str, revision: u32) -> Result<Vec<Feedback>> {
+    let mut st = conn.prepare(&format!("SELECT {FEEDBACK_COLS} FROM feedback WHERE agent_id = ?1 AND sent_in = ?2 AND delivered_via IS NULL ORDER BY seq"))?;
+    let rows = st.query_map(params![id, revision], feedback_row)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
 impl Bin {
     /// The revision agent `id`'s proposal is at (1 for the first).
     pub fn revision(&self, id: &str) -> Result<u32> {
@@ -192,11 +199,7 @@ impl Bin {
         let tx = self.write_tx()?;
         let revision: u32 = tx.query_row("SELECT revision FROM agents WHERE id = ?1", [id], |r| r.get(0))?;
         tx.execute("UPDATE feedback SET sent_in = ?2 WHERE agent_id = ?1 AND sent_in IS NULL", params![id, revision])?;
-        let sent = {
-            let mut st = tx.prepare(&format!("SELECT {FEEDBACK_COLS} FROM feedback WHERE agent_id = ?1 AND sent_in = ?2 AND delivered_via IS NULL ORDER BY seq"))?;
-            let rows = st.query_map(params![id, revision], feedback_row)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()?
-        };
+        let sent = sent_with(&tx, id, revision)?;
         tx.commit()?;
         Ok(sent)
     }
@@ -248,11 +251,7 @@ impl Bin {
             apply_transition(&tx, id, to, &TransitionExtra { message: Some(&message), ..Default::default() })?;
         }
         insert_event(&tx, id, to, &EventKind::Revised { revision: next, why: why.to_string() })?;
-        let sent = {
-            let mut st = tx.prepare(&format!("SELECT {FEEDBACK_COLS} FROM feedback WHERE agent_id = ?1 AND sent_in = ?2 ORDER BY seq"))?;
-            let rows = st.query_map(params![id, next], feedback_row)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()?
-        };
+        let sent = sent_with(&tx, id, next)?;
         tx.commit()?;
         Ok((next, sent))
     }
