@@ -89,10 +89,20 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Runs the probe under `cairn wrap` (through `script`, so cairn has a terminal as a user's
 /// shell gives it), then checks everything from outside.
 fn probe(f: &Fixture, s: &Setup, network: &str, wrap: impl Fn(&[&str]) -> Command) {
+    probe_as(f, s, network, false, wrap)
+}
+
+/// `via_shell`: started as :CairnWrap starts a command line, `sh -c 'LINE'` (whose program's
+/// installation is readable too).
+fn probe_as(f: &Fixture, s: &Setup, network: &str, via_shell: bool, wrap: impl Fn(&[&str]) -> Command) {
     let before = snapshot(&s.home);
-    let mut args = vec!["wrap", "--network", network, "--", "/usr/bin/python3", "probe.py"];
     let probe_args = json!(s.args.as_object().unwrap().clone().into_iter().chain([("proxy".to_string(), json!(network == "proxy"))]).collect::<serde_json::Map<_, _>>()).to_string();
-    args.push(&probe_args);
+    let script = format!("/usr/bin/python3 probe.py '{}'", probe_args.replace('\'', "'\\''"));
+    let args: Vec<&str> = if via_shell {
+        vec!["wrap", "--network", network, "--", "sh", "-c", &script]
+    } else {
+        vec!["wrap", "--network", network, "--", "/usr/bin/python3", "probe.py", &probe_args]
+    };
     let c = wrap(&args);
     let line = std::iter::once(c.get_program()).chain(c.get_args()).map(|a| format!("'{}'", a.to_string_lossy().replace('\'', "'\\''"))).collect::<Vec<_>>().join(" ");
     let envs: Vec<(String, String)> = c.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
@@ -144,6 +154,18 @@ fn a_hostile_agent_under_wrap_reaches_nothing_through_the_proxy() {
     let s = setup(None);
     let home = s.home.clone();
     probe(&f, &s, "proxy", |args| {
+        let mut c = Command::new(exe());
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(args).env("HOME", &home).env_remove("CAIRN_HOME");
+        c
+    });
+}
+
+#[test]
+fn a_hostile_agent_started_by_a_shell_script_reaches_nothing() {
+    let f = probe_fixture();
+    let s = setup(None);
+    let home = s.home.clone();
+    probe_as(&f, &s, "proxy", true, |args| {
         let mut c = Command::new(exe());
         c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).args(args).env("HOME", &home).env_remove("CAIRN_HOME");
         c

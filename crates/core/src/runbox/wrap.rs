@@ -224,7 +224,7 @@ pub fn shell_script(argv: &[String]) -> Option<&str> {
 
 /// The program a shell's script starts first (`sh -c 'A=1 exec claude -p x'` → `claude`):
 /// its first word that is not an assignment or `exec`/`env`/`command`, unquoted.
-fn script_program(argv: &[String]) -> Option<String> {
+pub fn script_program(argv: &[String]) -> Option<String> {
     let word = shell_script(argv)?.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
     let word = word.trim_matches(|c| c == '\'' || c == '"').trim_end_matches(';');
     (!word.is_empty()).then(|| word.to_string())

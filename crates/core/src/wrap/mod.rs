@@ -144,7 +144,11 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
         "host" => runbox::wrap::Network::Host,
         other => return Err(Error::Usage(format!("--network takes proxy, none or host, not {other:?}"))),
     };
-    let layer = state_layer(project, &opts.argv[0]);
+    // The CLI's own layer, also when a shell's script is that one command (:CairnWrap's
+    // `sh -c 'claude --flags'`); a script of several commands keeps the shell's.
+    let one_command = runbox::wrap::shell_script(&opts.argv).is_some_and(|s| !s.contains(|c| matches!(c, ';' | '|' | '&' | '<' | '>' | '\n' | '`' | '$')));
+    let program = runbox::wrap::script_program(&opts.argv).filter(|_| one_command).unwrap_or_else(|| opts.argv[0].clone());
+    let layer = state_layer(project, &program);
     let hide = expand(&w.hide);
     let read_paths = expand(&w.read_paths);
     let mut shown = w.home.clone();
