@@ -91,12 +91,16 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Show one agent; without an id, the project: its agents by state and the jj integration.
+    /// Show one agent; without an id, the project: its agents by state, the pending proposals
+    /// with their overlaps and a landing order, the jj integration.
     Status {
         /// Agent id (any unique prefix).
         id: Option<String>,
         #[arg(long)]
         json: bool,
+        /// `tmux`: one short line for tmux's status line (`#(cairn status --format tmux)`).
+        #[arg(long, value_parser = ["tmux"])]
+        format: Option<String>,
     },
     /// Show an agent's proposal as a unified diff (`--since-review`: what changed since you
     /// last reviewed it).
@@ -317,8 +321,9 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High, key: None }, json),
         Cmd::Run { reference, provider, json } => (Command::Run { reference, provider }, json),
         Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
-        Cmd::Status { id: Some(id), json } => (Command::Status { id }, json),
-        Cmd::Status { id: None, json } => return crate::render::overview(&command::overview(&opened(root, home)?)?, json),
+        Cmd::Status { format: Some(_), .. } => return crate::render::status_line(&opened(root, home)?),
+        Cmd::Status { id: Some(id), json, .. } => (Command::Status { id }, json),
+        Cmd::Status { id: None, json, .. } => return crate::render::overview(&command::overview(&opened(root, home)?)?, json),
         Cmd::Diff { id, stat, since_review, json } => (Command::Diff { id, stat, since_review }, json),
         Cmd::Review(cmd) => crate::review_cli::command(cmd)?,
         Cmd::Accept { id, force } => (Command::Accept { id, force }, false),

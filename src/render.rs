@@ -83,7 +83,8 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
                 if s.revision > 1 {
                     state.push_str(&format!(" r{}", s.revision));
                 }
-                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
+                let overlaps = if s.overlaps.is_empty() { String::new() } else { format!("  [overlaps {}]", s.overlaps.join(", ")) };
+                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}{overlaps}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
             }
         }
         Output::Diff(d) => {
@@ -103,7 +104,9 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             for f in files {
                 outln!("{}: {} hunk(s){}", esc(&f.path), f.hunks.len(), f.file_conflict.as_ref().map(|w| format!("  CONFLICT: {}", esc(w))).unwrap_or_default());
                 for (i, h) in f.hunks.iter().enumerate() {
-                    outln!("  {}. line {}: -{} +{}{}", i + 1, h.old_start + 1, h.removed.len(), h.added.len(), if f.in_conflict(h) { "  CONFLICT" } else { "" });
+                    let conflict = if f.in_conflict(h) { format!("  CONFLICT with {}", esc(&f.conflict_with.join(", "))) } else { String::new() };
+                    let overlaps = f.overlaps.get(i).filter(|o| !o.is_empty()).map(|o| format!("  OVERLAPS agent {}", o.join(", "))).unwrap_or_default();
+                    outln!("  {}. line {}: -{} +{}{conflict}{overlaps}", i + 1, h.old_start + 1, h.removed.len(), h.added.len());
                     for l in &h.removed {
                         outln!("    -{}", esc(l));
                     }
@@ -119,6 +122,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             }
             return i32::from(hits.is_empty());
         }
+        Output::Board(_) | Output::ThreeWay(_) | Output::Resolved { .. } => many(out),
         Output::Revised(r) => outln!("{}: revision {} started ({} piece(s) of feedback; {}), agent {}", r.id, r.revision, r.sent, delivery(r.delivery, &r.id), r.state),
         Output::Commented { id } => outln!("noted for {id}: `cairn revise {id}` sends it"),
         Output::Log(l) => log(l),
@@ -209,11 +213,59 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
     outln!("project   {}", esc(&o.root.display().to_string()));
     let counts: Vec<String> = o.agents.iter().map(|(state, n)| format!("{n} {state}")).collect();
     outln!("agents    {}", if counts.is_empty() { "none".to_string() } else { counts.join(", ") });
+    board(&o.board);
     match (&o.jj.version, &o.jj.program) {
         (Some(v), Some(p)) if o.jj.on => outln!("jj        on: jj {v} ({}): proposals are jj changes", esc(&p.display().to_string())),
         _ => outln!("jj        off: {}", esc(&o.jj.why)),
     }
     Ok(0)
+}
+
+/// The outputs of many proposals at once.
+fn many(out: &Output) {
+    match out {
+        Output::Board(b) => board(b),
+        Output::ThreeWay(t) => {
+            let _ = print_json(t);
+        }
+        Output::Resolved { id, path } => outln!("resolved {} in {id}'s proposal: `cairn accept {id}` lands it", esc(path)),
+        _ => {}
+    }
+}
+
+/// `cairn status --format tmux`: the board's one line (ids and states: nothing an agent wrote).
+pub(crate) fn status_line(project: &cairn_core::project::Project) -> cairn_core::error::Result<i32> {
+    let Output::Board(b) = cairn_core::command::execute(project, cairn_core::command::Command::Board)? else { return Ok(1) };
+    outln!("{}", b.short());
+    Ok(0)
+}
+
+/// The pending proposals together: one line each (mark, id, state, overlaps), the overlapping
+/// lines, and the suggested landing order.
+fn board(b: &cairn_core::review::board::Board) {
+    for a in &b.agents {
+        let mut flags = Vec::new();
+        if a.waits {
+            flags.push("waits for you".to_string());
+        }
+        if a.stalled {
+            flags.push("stalled".into());
+        }
+        if a.checks_failed > 0 {
+            flags.push(format!("{} check(s) failed", a.checks_failed));
+        }
+        if !a.overlaps.is_empty() {
+            flags.push(format!("overlaps {}", a.overlaps.join(", ")));
+        }
+        let summary: String = esc(&a.summary).chars().take(40).collect();
+        outln!("  {} {:<8} {:<10} {:>3} hunk(s)  {summary}{}", a.mark, a.id, a.state, a.hunks, if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join("; ")) });
+    }
+    for o in &b.overlaps {
+        outln!("  overlap   {}:{}-{}  {} and {}", esc(&o.path), o.lines.0, o.lines.1, o.agents[0], o.agents[1]);
+    }
+    if b.order.len() > 1 {
+        outln!("  land in this order (fewest conflicts): {}", b.order.join(", "));
+    }
 }
 
 /// Pretty JSON on stdout (`--json`): raw, agent text included, as JSON escapes it.

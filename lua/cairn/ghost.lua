@@ -1,11 +1,14 @@
 --- Ghost text: the only module that owns the `cairn` namespace and sets extmarks.
 ---
---- The host pushes the selected agent's proposal as `{agent = {id, summary}, files =
---- {[abs_path] = {path, kind, hunks = {{old_start, removed, added}}, conflicts = {{s, e}}}}}`
---- (positions are 0-based lines of the file on disk). Each hunk renders as: removed lines
---- highlighted `CairnDelete`, added lines as `virt_lines` in `CairnAdd`, a sign, and one
---- header line naming the agent. A hunk that conflicts with the user's own edits uses
---- `CairnConflict` for its sign and removed lines, and its added lines say so.
+--- The host pushes every pending proposal: the focused agent's (selected, or the newest) as
+--- `{agent = {id, mark, summary, ...}, files = {[abs_path] = {path, kind, hunks = {{old_start,
+--- removed, added}}, conflicts = {{s, e}}, conflict_with, overlaps}}}`, the others' in `others`
+--- (same shape), and `status` (the project's status line). Positions are 0-based lines of the
+--- file on disk. Each hunk renders as: removed lines highlighted `CairnDelete`, added lines as
+--- `virt_lines` in `CairnAdd`, a sign (with the agent's mark when several agents have
+--- proposals), and one header line per agent and file. A hunk that conflicts with what
+--- landed (another agent's accept, the user's edit) uses `CairnConflict` and says with whom;
+--- a hunk that overlaps another pending proposal, or the buffer's unsaved edits, says so.
 --- Marks are extmarks, so they follow edits; rows are clamped, so nothing throws at the end
 --- of a buffer.
 local M = {}
@@ -85,13 +88,6 @@ local function buf_path(buf)
   return vim.fn.fnamemodify(name, ':p')
 end
 
-local function lines_chunks(lines, hl)
-  local out = {}
-  for _, l in ipairs(lines) do
-    table.insert(out, { { l, hl } })
-  end
-  return out
-end
 
 --- Clears ghost text from one buffer.
 function M.clear(buf)
@@ -101,19 +97,60 @@ function M.clear(buf)
   M.hunk_marks[buf] = nil
 end
 
---- Renders the hunks of `file` into `buf`.
-function M.render(buf, file, agent)
-  M.clear(buf)
-  if not require('cairn.config').values.ghost_text then
-    return
+--- Rows of the file on disk (0-based) as rows of `buf`, and the disk rows the buffer's unsaved
+--- edits touch: from the text the buffer was read from (`cairn.buffers`), so hunks land on the
+--- right lines of a modified buffer.
+local function unsaved_map(buf)
+  local base = vim.bo[buf].modified and require('cairn.buffers').disk[buf]
+  if not base then
+    return function(r) return r end, {}
   end
+  local text = require('cairn.buffers').text_of(buf)
+  local ok, diff = pcall(vim.diff, base, text, { result_type = 'indices' })
+  if not ok or type(diff) ~= 'table' then
+    return function(r) return r end, {}
+  end
+  local edits = {}
+  for _, d in ipairs(diff) do
+    -- {start_a, count_a, start_b, count_b}, 1-based; count 0: after line start.
+    local s0 = d[2] == 0 and d[1] or d[1] - 1
+    table.insert(edits, { s0, s0 + d[2], d[3] - (d[4] == 0 and 0 or 1), d[4] })
+  end
+  local function map(r)
+    local shift = 0
+    for _, e in ipairs(edits) do
+      if r >= e[2] and not (e[2] == e[1] and r < e[1]) then
+        shift = (e[3] + e[4]) - e[2]
+      end
+    end
+    return r + shift
+  end
+  return map, edits
+end
+
+--- Does hunk `h` touch one of the buffer's unsaved edits `edits`?
+local function touches_unsaved(h, edits)
+  local s1, e1 = h.old_start, h.old_start + #(h.removed or {})
+  for _, e in ipairs(edits) do
+    if s1 <= e[2] and e[1] <= e1 then
+      return true
+    end
+  end
+  return false
+end
+
+--- Draws one agent's hunks of a file. `multi`: several agents have proposals (signs carry the
+--- agent's mark).
+local function draw(buf, file, agent, multi, map, unsaved, marks)
   local set = vim.api.nvim_buf_set_extmark
   local n = vim.api.nvim_buf_line_count(buf)
   local function row(r)
-    return math.max(0, math.min(r, n - 1))
+    return math.max(0, math.min(map(r), n - 1))
   end
-  local marks = {}
+  local esc = require('cairn.notify').escape
+  local mark = (multi and type(agent.mark) == 'string') and agent.mark or ''
   local whole_conflict = file.file_conflict and file.file_conflict ~= vim.NIL
+  local with = (type(file.conflict_with) == 'table' and #file.conflict_with > 0) and file.conflict_with or { 'your edit' }
   for i, h in ipairs(file.hunks or {}) do
     local removed, added = h.removed or {}, h.added or {}
     local first = row(h.old_start)
@@ -123,20 +160,41 @@ function M.render(buf, file, agent)
     if revised and not conflict then
       sign = 'R'
     end
+    sign = mark:sub(1, 1) .. sign
     local del_hl, add_hl = conflict and 'CairnConflict' or 'CairnDelete', 'CairnAdd'
+    local notes = {}
     if conflict then
-      added = vim.list_extend({ 'conflicts with your edit; the agent proposes:' }, added)
+      local who = {}
+      for _, w in ipairs(with) do
+        table.insert(who, w == 'your edit' and w or ('agent ' .. w))
+      end
+      table.insert(notes, 'conflicts with ' .. esc(table.concat(who, ', ')) .. '; the agent proposes (:CairnResolve):')
+    end
+    local over = type(file.overlaps) == 'table' and file.overlaps[i] or nil
+    if type(over) == 'table' and #over > 0 then
+      table.insert(notes, 'overlaps agent ' .. esc(table.concat(over, ', ')) .. ' (both change these lines)')
+    end
+    if touches_unsaved(h, unsaved) then
+      table.insert(notes, 'overlaps your unsaved edit')
+    end
+    local chunks = {}
+    for _, note in ipairs(notes) do
+      table.insert(chunks, { { note, 'CairnConflict' } })
+    end
+    for _, l in ipairs(added) do
+      table.insert(chunks, { { l, add_hl } })
     end
     if i == 1 then
       -- Created before the hunk's own marks: virtual lines on one row show in creation order.
       local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
       local jj = (type(agent.jj) == 'string' and agent.jj ~= '') and ('  jj ' .. agent.jj) or ''
-      local header = string.format('cairn %s: %s  (%d hunk%s)%s%s', agent.id, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks), jj)
+      local who = mark ~= '' and (mark .. ' ' .. agent.id) or agent.id
+      local header = string.format('cairn %s: %s  (%d hunk%s)%s%s', who, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks), jj)
       header = header .. M.state_text(agent, file)
       if type(file.runs_by_itself) == 'string' then
         header = header .. '  ! ' .. file.runs_by_itself
       end
-      header = require('cairn.notify').escape(header)
+      header = esc(header)
       set(buf, M.ns, at, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
     end
     local range_end
@@ -145,19 +203,37 @@ function M.render(buf, file, agent)
       for r = first, last do
         set(buf, M.ns, r, 0, { line_hl_group = del_hl, sign_text = r == first and sign or nil, sign_hl_group = del_hl })
       end
-      if #added > 0 then
-        set(buf, M.ns, last, 0, { virt_lines = lines_chunks(added, add_hl) })
+      if #chunks > 0 then
+        set(buf, M.ns, last, 0, { virt_lines = chunks })
       end
       range_end = last
     else
       -- Pure insertion after line old_start - 1 (before the first line when old_start is 0).
       local above = h.old_start == 0
       local anchor = above and 0 or row(h.old_start - 1)
-      set(buf, M.ns, anchor, 0, { virt_lines = lines_chunks(added, add_hl), virt_lines_above = above, sign_text = sign, sign_hl_group = conflict and 'CairnConflict' or 'CairnAdd' })
+      set(buf, M.ns, anchor, 0, { virt_lines = chunks, virt_lines_above = above, sign_text = sign, sign_hl_group = conflict and 'CairnConflict' or 'CairnAdd' })
       first, range_end = anchor, anchor
     end
-    local mark = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
-    table.insert(marks, { mark = mark, hunk = h, path = file.path, conflict = conflict })
+    local id = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
+    table.insert(marks, { mark = id, hunk = h, path = file.path, conflict = conflict, agent = agent.id })
+  end
+end
+
+--- Renders the hunks of `file` into `buf` (one agent's).
+function M.render(buf, file, agent)
+  M.render_all(buf, { { file = file, agent = agent } }, false)
+end
+
+--- Renders every entry `{file, agent}` (the focused agent's first) into `buf`.
+function M.render_all(buf, entries, multi)
+  M.clear(buf)
+  if not require('cairn.config').values.ghost_text then
+    return
+  end
+  local map, unsaved = unsaved_map(buf)
+  local marks = {}
+  for _, e in ipairs(entries) do
+    draw(buf, e.file, e.agent, multi, map, unsaved, marks)
   end
   M.hunk_marks[buf] = marks
   M.show_top_fill(buf)
@@ -187,21 +263,40 @@ end
 --- Renders the current payload into `buf` if it shows one of the proposal's files.
 function M.attach(buf)
   local path = buf_path(buf)
-  local files = M.payload and M.payload.files
-  if not path or not files or not vim.api.nvim_buf_is_loaded(buf) then
+  local p = M.payload
+  if not path or not p or not vim.api.nvim_buf_is_loaded(buf) then
     return
   end
-  local file = files[path]
-  if file then
-    M.render(buf, file, M.payload.agent)
+  require('cairn.buffers').remember(buf)
+  local entries = {}
+  if p.files and p.files[path] then
+    table.insert(entries, { file = p.files[path], agent = p.agent })
+  end
+  for _, o in ipairs(type(p.others) == 'table' and p.others or {}) do
+    if type(o.files) == 'table' and o.files[path] then
+      table.insert(entries, { file = o.files[path], agent = o.agent })
+    end
+  end
+  if #entries > 0 then
+    M.render_all(buf, entries, type(p.others) == 'table' and #p.others > 0)
   elseif M.hunk_marks[buf] then
     M.clear(buf)
   end
 end
 
---- Called by the host with a new payload (`{}` = nothing to show).
+--- The project's status snapshot, as the host pushed it last (see `require('cairn').status()`).
+M.status = { text = '', agents = {}, order = {} }
+
+--- Called by the host with a new payload (`{status}` alone = no proposal to show).
 function M.set(payload)
-  if type(payload) ~= 'table' or not payload.agent then
+  if type(payload) == 'table' and type(payload.status) == 'table' then
+    local changed = not vim.deep_equal(payload.status, M.status)
+    M.status = payload.status
+    if changed then
+      vim.api.nvim_exec_autocmds('User', { pattern = 'CairnStatus', modeline = false, data = M.status })
+    end
+  end
+  if type(payload) ~= 'table' or not (payload.agent or (type(payload.others) == 'table' and #payload.others > 0)) then
     payload = nil
   end
   M.payload = payload
@@ -242,6 +337,7 @@ end
 --- on no hunk's lines and no hunk's ghost lines.
 function M.hunk_at_cursor(buf)
   local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
+  -- The focused agent's hunks come first: where two agents' hunks share a line, its wins.
   for _, m in ipairs(M.hunk_marks[buf] or {}) do
     local s, e = span(buf, m)
     if cur >= s and cur <= e then
@@ -301,6 +397,16 @@ function M.refresh(delay)
     end
   end))
 end
+
+vim.api.nvim_create_autocmd({ 'TextChanged', 'InsertLeave' }, {
+  group = group,
+  callback = function(ev)
+    if M.hunk_marks[ev.buf] then
+      M.attach(ev.buf)
+    end
+  end,
+  desc = 'cairn: ghost text placed on the lines of a buffer with unsaved edits',
+})
 
 vim.api.nvim_create_autocmd({ 'BufWritePost', 'FileChangedShellPost' }, {
   group = group,

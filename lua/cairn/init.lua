@@ -101,7 +101,8 @@ local function describe(s)
   if type(s.revision) == 'number' and s.revision > 1 then
     state = state .. ' r' .. s.revision
   end
-  return string.format('%s  %-10s %s%s%s', s.id, state, summary ~= '' and summary or s.task, err, jj)
+  local over = (type(s.overlaps) == 'table' and #s.overlaps > 0) and ('  [overlaps ' .. table.concat(s.overlaps, ', ') .. ']') or ''
+  return string.format('%s  %-10s %s%s%s%s', s.id, state, summary ~= '' and summary or s.task, err, jj, over)
 end
 
 --- `:CairnListTasks`: every agent with its state; choosing one selects it.
@@ -116,25 +117,48 @@ function M._choose(items)
     notify.notify('no agents')
     return
   end
-  vim.ui.select(items, { prompt = 'cairn agents', format_item = describe }, function(choice)
+  local order = require('cairn.ghost').status.order
+  local prompt = (type(order) == 'table' and #order > 1) and ('cairn agents (land in this order: ' .. table.concat(order, ', ') .. ')') or 'cairn agents'
+  vim.ui.select(items, { prompt = prompt, format_item = describe }, function(choice)
     if choice then
       M.select(choice.id)
     end
   end)
 end
 
+--- Without arguments: the project's status snapshot, for statuslines (`{text, agents, order,
+--- overlaps}`: `text` is one short line such as `A 3f2a waits ⚠B  B 9c1d works ⚠A`, `agents`
+--- each agent's `{id, mark, state, waits, in_progress, checks_failed, stalled, overlaps}`).
+--- Never blocks: it is what the host pushed last (`User CairnStatus` fires when it changes).
+--- With an id (`''`: the shown agent): `:CairnStatus`, in a floating window.
 function M.status(id, on_done)
+  if id == nil and on_done == nil then
+    return require('cairn.ghost').status
+  end
   rpc.call('status', (id and id ~= '') and { id = id } or vim.empty_dict(), function(s)
     local lines = { describe(s) }
     if type(s.for_task) == 'table' then
       table.insert(lines, string.format('  task %s (%s)%s', s.for_task.id, s.for_task.status, require('cairn.ghost').checks_text(s.for_task.checks)))
     end
+    if type(s.overlaps) == 'table' and #s.overlaps > 0 then
+      table.insert(lines, '  overlaps ' .. table.concat(s.overlaps, ', '))
+    end
     for _, c in ipairs(s.changes or {}) do
       table.insert(lines, string.format('  %-9s %s', c.kind, c.path))
     end
-    notify.notify(table.concat(lines, '\n'))
+    notify.float(lines)
     if on_done then on_done(s) end
   end)
+end
+
+--- The statusline component (lualine: `sections = { lualine_x = { require('cairn').statusline } }`):
+--- each agent's mark, id and state, `''` without agents.
+function M.statusline()
+  local s = require('cairn.ghost').status
+  if type(s) ~= 'table' or type(s.text) ~= 'string' or s.text == '' then
+    return ''
+  end
+  return 'cairn ' .. notify.escape(s.text)
 end
 
 --- `:CairnDiff`: the unified diff in a scratch buffer.
@@ -238,25 +262,8 @@ local levels = {
   submitting = vim.log.levels.DEBUG,
 }
 
---- Called by the host for every state change.
---- The event message waiting to be shown (events arriving together show as one line).
-local pending
-
---- Shows the latest of the events that came together, on one line that fits the command
---- line (longer text is cut with `…`; `:CairnLog` has it all): several messages at once, or a
---- wide one, would stop Neovim at a hit-enter prompt. An error or warning is not replaced by a
---- later, milder message.
-local function show_pending()
-  local p = pending
-  pending = nil
-  local width = math.max(20, vim.v.echospace - #'cairn: ' - 1)
-  local text = p.msg
-  if vim.fn.strchars(text) > width then
-    text = vim.fn.strcharpart(text, 0, width - 1) .. '…'
-  end
-  notify.notify(text, p.level)
-end
-
+--- Called by the host for every state change (and task writes, rebases): one short message;
+--- `notify` coalesces those that come together and keeps them to one line.
 function M.on_event(ev)
   vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
   -- Passing states are not worth a message; `:CairnLog` shows them.
@@ -268,19 +275,16 @@ function M.on_event(ev)
     -- A task write: its own text names the task, what happened and who did it.
     msg = ev.message
   else
-    msg = string.format('agent %s %s', ev.id, ev.state)
+    msg = string.format('agent %s %s', ev.id, ev.type == 'rebased' and '' or ev.state)
     if ev.message and ev.message ~= '' then
-      msg = msg .. ': ' .. ev.message
+      msg = msg .. (ev.type == 'rebased' and '' or ': ') .. ev.message
     end
   end
   local level = (ev.type ~= 'task_changed' and levels[ev.state]) or vim.log.levels.INFO
-  local first = pending == nil
-  if first or level >= pending.level then
-    pending = { msg = msg, level = level }
+  if ev.type == 'rebased' and not tostring(ev.message):find('moved cleanly') then
+    level = vim.log.levels.WARN
   end
-  if first then
-    vim.defer_fn(show_pending, 30)
-  end
+  notify.notify(msg, level)
 end
 
 return M

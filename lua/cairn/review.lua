@@ -1,30 +1,22 @@
---- Accept, reject and undo, whole agents or one hunk, and what follows in the buffers:
---- reload of unmodified buffers, a warning instead for modified ones.
+--- Accept, reject and undo, whole agents or one hunk (whichever agent's hunk is under the
+--- cursor), and resolving a conflicted file in a three-way view.
 local rpc = require('cairn.rpc')
 local ghost = require('cairn.ghost')
 local notify = require('cairn.notify')
-local config = require('cairn.config')
 
 local M = {}
 
---- Reloads the buffers of `paths` (project-relative) after the files changed on disk.
+--- The buffers of `paths` (project-relative) follow what the action changed on disk at once
+--- (`cairn.buffers`; the host's `landed` event does the same for actions from elsewhere).
 function M.reload(paths)
-  if not config.values.auto_reload or not rpc.root then
+  if not rpc.root then
     return
   end
+  local abs = {}
   for _, rel in ipairs(paths or {}) do
-    local abs = rpc.root .. '/' .. rel
-    local buf = vim.fn.bufnr(abs)
-    if buf > 0 and vim.api.nvim_buf_is_loaded(buf) then
-      if vim.bo[buf].modified then
-        notify.warn(rel .. ' has unsaved edits: not reloaded (:e! loads the accepted version)')
-      else
-        vim.api.nvim_buf_call(buf, function()
-          vim.cmd('silent! edit')
-        end)
-      end
-    end
+    table.insert(abs, rpc.root .. '/' .. rel)
   end
+  require('cairn.buffers').landed(abs)
 end
 
 local function id_arg(id)
@@ -36,6 +28,16 @@ end
 
 --- Each action is asynchronous: `on_done(result)` runs once the host has done it.
 function M.accept(id, on_done)
+  -- In the three-way view: the resolution is written first, then its agent lands.
+  local resolving = vim.b.cairn_resolve
+  if resolving and (id == nil or id == '') then
+    local buf = vim.api.nvim_get_current_buf()
+    if vim.bo[buf].modified then
+      M.write_resolution(buf, function() M.accept(resolving.id, on_done) end)
+      return
+    end
+    id = resolving.id
+  end
   rpc.call('accept', id_arg(id), function(r)
     M.reload(vim.list_extend(vim.list_extend({}, r.written or {}), r.deleted or {}))
     notify.notify(string.format('accepted %s: %d written, %d deleted', r.id, #(r.written or {}), #(r.deleted or {})))
@@ -67,7 +69,11 @@ function M.comment(first, last, text, on_done)
     return
   end
   local a = { path = name, first = first, last = last, text = text }
-  if ghost.payload and ghost.payload.agent then
+  -- The agent whose hunk is under the cursor, else the shown one.
+  local found = ghost.hunk_at_cursor(vim.api.nvim_get_current_buf())
+  if found then
+    a.id = found.agent
+  elseif ghost.payload and ghost.payload.agent then
     a.id = ghost.payload.agent.id
   end
   rpc.call('comment', a, function(r)
@@ -92,7 +98,7 @@ local function hunk_action(method, on_done, force, reason)
     notify.warn('the cursor is not on a cairn hunk (:CairnNextHunk / :CairnPrevHunk move to one)')
     return
   end
-  local a = { id = ghost.payload.agent.id, path = found.path, hunk = found.hunk, force = force or false }
+  local a = { id = found.agent or (ghost.payload.agent or {}).id, path = found.path, hunk = found.hunk, force = force or false }
   if reason and reason ~= '' then
     a.reason = reason
   end
@@ -105,8 +111,92 @@ local function hunk_action(method, on_done, force, reason)
   end)
 end
 
+--- A hunk that conflicts with what landed opens the three-way view (`!` lands it anyway).
 function M.accept_hunk(on_done, force)
+  local found = ghost.hunk_at_cursor(vim.api.nvim_get_current_buf())
+  if found and found.conflict and not force then
+    M.resolve(on_done)
+    return
+  end
   hunk_action('accept_hunk', on_done, force)
+end
+
+--- A read-only scratch window of one version in the three-way view.
+local function version_window(name, text, ft)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text or '', '\n', { plain = true, trimempty = false }))
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].filetype = ft
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_win_set_buf(0, buf)
+  vim.cmd('diffthis')
+  return buf
+end
+
+--- `:CairnResolve`: the file of the hunk under the cursor (or the first conflicted one of the
+--- buffer) in a three-way view in a new tab: as the agent read it, as it is now (what landed),
+--- and the agent's proposal, which you edit. `:w` there makes your text the agent's version
+--- of the file (no conflict is left); `:CairnAccept` there writes it and lands the agent.
+function M.resolve(on_done)
+  local buf = vim.api.nvim_get_current_buf()
+  local found = ghost.hunk_at_cursor(buf)
+  if not found then
+    for _, m in ipairs(ghost.hunk_marks[buf] or {}) do
+      if m.conflict then
+        found = m
+        break
+      end
+    end
+  end
+  if not found then
+    notify.warn('no cairn hunk to resolve here (:CairnNextHunk moves to one)')
+    return
+  end
+  local ft = vim.bo[buf].filetype
+  rpc.call('three_way', { id = found.agent, path = found.path }, function(r)
+    local strip = function(t) return t ~= vim.NIL and t and t:gsub('\n$', '') or '' end
+    vim.cmd('tabnew')
+    version_window('cairn://base/' .. r.id .. '/' .. r.path, strip(r.base), ft)
+    vim.cmd('rightbelow vsplit')
+    version_window('cairn://landed/' .. r.path, strip(r.landed), ft)
+    vim.cmd('rightbelow vsplit')
+    local out = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_lines(out, 0, -1, false, vim.split(strip(r.proposed), '\n', { plain = true }))
+    pcall(vim.api.nvim_buf_set_name, out, 'cairn://resolve/' .. r.id .. '/' .. r.path)
+    vim.bo[out].buftype = 'acwrite'
+    vim.bo[out].bufhidden = 'wipe'
+    vim.bo[out].filetype = ft
+    vim.bo[out].modified = false
+    vim.b[out].cairn_resolve = { id = r.id, path = r.path }
+    vim.api.nvim_win_set_buf(0, out)
+    vim.cmd('diffthis')
+    vim.api.nvim_create_autocmd('BufWriteCmd', {
+      buffer = out,
+      callback = function()
+        M.write_resolution(out)
+      end,
+    })
+    local who = {}
+    for _, w in ipairs(r.conflict_with or {}) do
+      table.insert(who, w == 'your edit' and w or ('agent ' .. w))
+    end
+    notify.notify(string.format('%s of %s: base | landed%s | proposed (edit it; :w keeps it, :CairnAccept lands it)', r.path, r.id, #who > 0 and (' (' .. table.concat(who, ', ') .. ')') or ''))
+    if on_done then on_done(r, out) end
+  end)
+end
+
+--- Sends the resolution buffer's text as the agent's version of its file.
+function M.write_resolution(buf, on_done)
+  local r = vim.b[buf].cairn_resolve
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n'
+  rpc.call('resolve', { id = r.id, path = r.path, text = text }, function(res)
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.bo[buf].modified = false
+    end
+    notify.notify(string.format('resolved %s in %s\'s proposal (:CairnAccept %s lands it)', r.path, r.id, r.id))
+    if on_done then on_done(res) end
+  end)
 end
 
 function M.reject_hunk(on_done, reason)

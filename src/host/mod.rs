@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod health;
+mod many;
 mod targets;
 mod views;
 mod ready;
@@ -158,6 +159,12 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
                 // Log lines and reads change no proposal: no ghost recomputation for them; a
                 // live agent's writes do, without a notification.
                 ghost_dirty |= ev.kind.changes_proposal();
+                // Files an accept, hunk accept or undo changed, from anywhere: open buffers
+                // follow (reloaded, or merged into unsaved edits).
+                if let cairn_core::events::EventKind::Landed { paths, .. } = &ev.kind {
+                    let abs: Vec<serde_json::Value> = paths.iter().map(|p| h.project.root.join(p).display().to_string().into()).collect();
+                    let _ = nvim.exec_lua("require('cairn.buffers').landed(...)", vec![to_value(&serde_json::Value::Array(abs))]).await;
+                }
                 if ev.kind.is_activity() {
                     continue;
                 }
@@ -252,7 +259,10 @@ impl Handler {
             // `:CairnWrap`: the command line that runs a wrap session on this project (the
             // plugin starts it in a tmux split or a terminal buffer).
             "wrap_argv" => Ok(serde_json::json!({ "argv": [self.project.exe.display().to_string(), "--project-root", self.project.root.display().to_string(), "--cairn-home", self.project.home.dir.display().to_string(), "wrap"] })),
-            other => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
+            other => match self.dispatch_many(other, args) {
+                Some(reply) => reply?,
+                None => return Err(rpc_error("unknown_method", format!("unknown method '{other}'"))),
+            },
         })
     }
 
@@ -312,7 +322,7 @@ impl Handler {
         let outcome = tokio::task::spawn_blocking(move || this.dispatch(&method, &args))
             .await
             .map_err(|e| rpc_error("internal", format!("request failed: {e}")))??;
-        if matches!(name.as_str(), "accept" | "reject" | "accept_hunk" | "reject_hunk" | "undo" | "select") {
+        if matches!(name.as_str(), "accept" | "reject" | "accept_hunk" | "reject_hunk" | "undo" | "select" | "resolve") {
             self.refresh.notify_one();
         }
         let reply = match outcome {

@@ -46,11 +46,9 @@ H.test('preview outside tmux opens the workspace file in a new tab with a notice
   open('src/app.py')
   vim.api.nvim_win_set_cursor(0, { 3, 0 })
   local tabs = #vim.api.nvim_list_tabpages()
-  local messages = {}
-  local orig = vim.notify
-  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  H.run(10000, function(d) require('cairn').preview('', d) end, 'preview')
-  vim.notify = orig
+  local messages = H.notified(function()
+    H.run(10000, function(d) require('cairn').preview('', d) end, 'preview')
+  end)
   H.eq(#vim.api.nvim_list_tabpages(), tabs + 1, 'a new tab')
   local name = vim.api.nvim_buf_get_name(0)
   H.ok(name:find(vim.env.CAIRN_HOME .. '/workspaces/', 1, true) and name:find('src/app.py', 1, true), name)
@@ -91,32 +89,37 @@ H.test('reject clears ghost and leaves disk alone', function()
   H.eq(H.read(root .. '/src/app.py'), before, 'disk unchanged')
 end)
 
-H.test('an agent run from the CLI shows up live; a modified buffer is not reloaded', function()
+H.test('an agent run from the CLI shows up live; accepted from a shell under unsaved edits, the buffer holds both and :w keeps both', function()
   local buf = open('src/app.py')
   local bin = require('cairn.rpc').binary()
-  vim.fn.system({ bin, '--project-root', root, 'run', 'agents/del.pym' })
+  local id = vim.trim(vim.fn.system({ bin, '--project-root', root, 'run', 'agents/del.pym' }))
   H.eq(vim.v.shell_error, 0, 'cairn run')
   H.wait(2000, function() return H.hunks(buf) == 1 end, 'ghost from an agent run outside Neovim')
   vim.api.nvim_buf_set_lines(buf, 0, 0, false, { '# my unsaved edit' })
-  local messages = {}
-  local orig = vim.notify
-  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  H.run(5000, function(d) require('cairn').accept('', d) end, 'accepted')
-  vim.notify = orig
-  H.eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], '# my unsaved edit', 'edits kept')
-  H.ok(table.concat(messages, '\n'):find('unsaved edits'), 'warned: ' .. table.concat(messages, ' | '))
-  H.ok(not H.read(root .. '/src/app.py'):find('c = 3'), 'accepted on disk')
-  vim.cmd('edit!')
+  local messages = H.notified(function(messages)
+    vim.fn.system({ bin, '--project-root', root, 'accept', id })
+    H.eq(vim.v.shell_error, 0, 'cairn accept from a shell')
+    H.wait(5000, function() return table.concat(messages, '\n'):find('merged into your unsaved edits') ~= nil end, 'the landed change merged')
+  end)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  H.eq(lines[1], '# my unsaved edit', 'the unsaved edit kept')
+  H.ok(not vim.tbl_contains(lines, 'c = 3'), "the agent's change (c = 3 dropped) in the buffer: " .. table.concat(lines, '|'))
+  H.eq(vim.bo[buf].modified, true, 'still modified: the user decides to write')
+  H.ok(table.concat(messages, '\n'):find('merged'), table.concat(messages, ' | '))
+  vim.cmd('write')
+  local disk = H.read(root .. '/src/app.py')
+  H.ok(disk:find('^# my unsaved edit\n') and not disk:find('c = 3'), ':w keeps both: ' .. disk)
+  -- Back to the accepted content (the undo test below undoes that accept).
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, {})
+  vim.cmd('silent write')
 end)
 
 H.test(':CairnQueue with a task in words and no LLM configured says so', function()
-  local messages = {}
-  local orig = vim.notify
-  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
   local queued = false
-  require('cairn').queue('add docstrings to utils.py', false, function() queued = true end)
-  H.wait(5000, function() return table.concat(messages, '\n'):find('no LLM is configured') ~= nil end, 'the no-LLM message: ' .. table.concat(messages, ' | '))
-  vim.notify = orig
+  H.notified(function(messages)
+    require('cairn').queue('add docstrings to utils.py', false, function() queued = true end)
+    H.wait(5000, function() return table.concat(messages, '\n'):find('no LLM is configured') ~= nil end, 'the no-LLM message: ' .. table.concat(messages, ' | '))
+  end)
   H.eq(queued, false, 'nothing queued')
 end)
 
@@ -126,9 +129,19 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
   local bin = require('cairn.rpc').binary()
   local first = vim.trim(vim.fn.system({ bin, '--project-root', root, 'run', '--provider', 'inline', "write_file('src/app.py', 'first version\\n')" }))
   local second = vim.trim(vim.fn.system({ bin, '--project-root', root, 'run', '--provider', 'inline', "write_file('src/app.py', 'second version\\n')" }))
-  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'second version') end, 'the latest agent shown')
+  local function focused()
+    local p = require('cairn.ghost').payload
+    return p and p.agent and p.agent.id
+  end
+  H.wait(3000, function() return focused() == second end, 'the latest agent focused')
+  -- Both proposals are drawn at once, each with its agent's mark.
+  H.wait(3000, function()
+    local v = H.virt_text(buf)
+    return vim.tbl_contains(v, 'second version') and vim.tbl_contains(v, 'first version')
+  end, 'both agents drawn')
   vim.cmd('CairnSelect ' .. first:sub(1, 4))
-  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'first version') end, 'the selected agent shown')
+  H.wait(3000, function() return focused() == first end, 'the selected agent focused')
+  H.ok(vim.tbl_contains(H.virt_text(buf), 'second version'), 'the other one still drawn')
   local shown
   local orig = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
@@ -143,7 +156,7 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
   H.wait(5000, function() return shown ~= nil end, 'the agent list')
   vim.ui.select = orig
   H.ok(shown and #shown >= 2 and table.concat(shown, '\n'):find(first, 1, true), vim.inspect(shown))
-  H.wait(3000, function() return vim.tbl_contains(H.virt_text(buf), 'second version') end, 'chosen from the list')
+  H.wait(3000, function() return focused() == second end, 'chosen from the list')
   vim.cmd('CairnDiff')
   H.wait(5000, function() return vim.bo.filetype == 'diff' end, 'the diff tab')
   H.ok(vim.bo.filetype == 'diff' and table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n'):find('+second version', 1, true), 'diff tab')

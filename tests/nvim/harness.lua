@@ -96,6 +96,24 @@ function H.hunks(buf)
   return #(require('cairn.ghost').hunk_marks[buf] or {})
 end
 
+--- Cairn's messages, whole, while `f(messages)` runs (`messages` fills as they come; what
+--- the command line shows is coalesced and cut to its width).
+function H.notified(f)
+  local notify = require('cairn.notify')
+  local messages = {}
+  local orig = notify.notify
+  notify.notify = function(msg, level)
+    table.insert(messages, 'cairn: ' .. tostring(msg))
+    return orig(msg, level)
+  end
+  local ok, err = pcall(f, messages)
+  notify.notify = orig
+  if not ok then
+    error(err, 0)
+  end
+  return messages
+end
+
 function H.test(name, fn)
   local ok, err = xpcall(fn, debug.traceback)
   if ok then

@@ -83,18 +83,7 @@ local function start_wrap(args)
   return w
 end
 
---- Records what vim.notify shows while `f(messages)` runs; returns the messages.
-local function notified(f)
-  local messages = {}
-  local orig = vim.notify
-  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  local ok, err = pcall(f, messages)
-  vim.notify = orig
-  if not ok then
-    error(err, 0)
-  end
-  return messages
-end
+local notified = H.notified
 
 local function log()
   return cli_json('log', id, '--json')

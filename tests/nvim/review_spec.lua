@@ -58,18 +58,16 @@ H.test('a hunk overlapping the user edit shows as a conflict', function()
     end
     return false
   end, 'a CairnConflict hunk')
-  H.ok(vim.tbl_contains(H.virt_text(buf), 'conflicts with your edit; the agent proposes:'), vim.inspect(H.virt_text(buf)))
+  H.ok(vim.tbl_contains(H.virt_text(buf), 'conflicts with your edit; the agent proposes (:CairnResolve):'), vim.inspect(H.virt_text(buf)))
 end)
 
 H.test('hunk actions act only on a hunk; :CairnNextHunk and :CairnPrevHunk move between them', function()
   local buf = open('f.py')
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   local before = H.read(root .. '/f.py')
-  local messages = {}
-  local orig = vim.notify
-  vim.notify = function(msg, ...) table.insert(messages, msg) return orig(msg, ...) end
-  require('cairn').accept_hunk(function() error('must not run') end)
-  vim.notify = orig
+  local messages = H.notified(function()
+    require('cairn').accept_hunk(function() error('must not run') end)
+  end)
   H.ok(table.concat(messages, '\n'):find('not on a cairn hunk'), table.concat(messages, ' | '))
   H.eq(H.read(root .. '/f.py'), before, 'nothing accepted')
   vim.api.nvim_win_set_cursor(0, { 1, 0 })

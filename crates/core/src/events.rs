@@ -50,6 +50,12 @@ pub enum EventKind {
     FeedbackDelivered { via: String, count: usize },
     /// A running agent's proposal changed (`paths` of it): ghost text follows.
     Wrote { paths: Vec<String> },
+    /// Project files changed by the agent's accept, hunk accept or undo (`how`): open buffers
+    /// follow (reloaded, or merged into unsaved edits).
+    Landed { paths: Vec<String>, how: String },
+    /// Another agent's proposal landed (`onto`) on files this pending proposal changes too:
+    /// `clean` of them moved onto it, `conflicts` hunks now conflict with it.
+    Rebased { onto: String, clean: usize, conflicts: usize },
 }
 
 impl EventKind {
@@ -78,6 +84,9 @@ impl EventKind {
             EventKind::Revised { revision, why } => format!("revision {revision}: {why}"),
             EventKind::FeedbackDelivered { via, count } => format!("{count} piece(s) of feedback delivered ({via})"),
             EventKind::Wrote { paths } => format!("wrote {}", paths.join(", ")),
+            EventKind::Landed { paths, how } => format!("{how}: {} file(s) changed in the project", paths.len()),
+            EventKind::Rebased { onto, clean, conflicts: 0 } => format!("rebased onto {onto}'s accept: {clean} file(s) moved cleanly"),
+            EventKind::Rebased { onto, conflicts, .. } => format!("rebased onto {onto}'s accept: {conflicts} hunk(s) conflict with agent {onto} (:CairnResolve)"),
         }
     }
 
@@ -99,6 +108,8 @@ impl EventKind {
             EventKind::Revised { .. } => "revised",
             EventKind::FeedbackDelivered { .. } => "feedback_delivered",
             EventKind::Wrote { .. } => "wrote",
+            EventKind::Landed { .. } => "landed",
+            EventKind::Rebased { .. } => "rebased",
         }
     }
 
@@ -107,14 +118,14 @@ impl EventKind {
     pub fn is_activity(&self) -> bool {
         matches!(
             self,
-            EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. } | EventKind::Wrote { .. }
+            EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. } | EventKind::Wrote { .. } | EventKind::Landed { .. }
         )
     }
 
     /// Does the event change what a proposal shows (the host then redraws the ghost text)?
     /// Everything but activity, and a live agent's writes.
     pub fn changes_proposal(&self) -> bool {
-        !self.is_activity() || matches!(self, EventKind::Wrote { .. }) || matches!(self, EventKind::ToolCompleted { tool, .. } if WRITING_TOOLS.contains(&tool.as_str()))
+        !self.is_activity() || matches!(self, EventKind::Wrote { .. } | EventKind::Landed { .. }) || matches!(self, EventKind::ToolCompleted { tool, .. } if WRITING_TOOLS.contains(&tool.as_str()))
     }
 }
 
@@ -157,6 +168,8 @@ mod tests {
             EventKind::Revised { revision: 2, why: String::new() },
             EventKind::FeedbackDelivered { via: String::new(), count: 1 },
             EventKind::Wrote { paths: Vec::new() },
+            EventKind::Landed { paths: Vec::new(), how: String::new() },
+            EventKind::Rebased { onto: String::new(), clean: 0, conflicts: 0 },
         ];
         for k in all {
             assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());

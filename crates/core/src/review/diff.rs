@@ -64,6 +64,9 @@ pub struct FileChange {
     /// Another tool runs or obeys this file on its own ([`crate::paths::runs_by_itself`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_by_itself: Option<&'static str>,
+    /// The hash of the file when the agent first read it (`None`: absent then, or unknown).
+    #[serde(skip)]
+    pub base: Option<Hash>,
 }
 
 impl FileChange {
@@ -95,6 +98,7 @@ impl FileChange {
             seen: None,
             old_is_base: false,
             runs_by_itself: None,
+            base: None,
         })
     }
 
@@ -164,7 +168,7 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
         let old_is_base = !journaled && !rebased && c.base_kept && old.is_some();
         let runs_by_itself = crate::paths::runs_by_itself(&c.path);
-        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base, runs_by_itself });
+        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base, runs_by_itself, base: c.base });
     }
     Ok(out)
 }

@@ -30,6 +30,14 @@ pub struct FileHunks {
     /// Another tool runs or obeys this file on its own (flagged in the ghost header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_by_itself: Option<&'static str>,
+    /// Whose changes the conflicts are with: agent ids that landed on this file since the
+    /// agent read it, and "your edit" (empty without conflicts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflict_with: Vec<String>,
+    /// Per hunk: the other pending proposals whose hunks overlap it (filled by
+    /// [`super::board`]; empty when not computed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overlaps: Vec<Vec<String>>,
 }
 
 /// Text files have hunks; a file with a NUL byte is reviewed whole (non-UTF-8 text, such as
@@ -50,23 +58,27 @@ pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
         n if n > 1 => project.existing_overlay(id)?.map(|o| o.snapshot_get(1)).transpose()?,
         _ => None,
     };
-    Ok(changes(project, id)?
+    let bin = project.bin()?;
+    changes(project, id)?
         .into_iter()
         .filter(has_hunks)
         .map(|c| {
             let hunks = hunks_between(bytes(&c.old), bytes(&c.new));
-            (super::revise::revised_hunks(reviewed.as_deref(), &c.path, bytes(&c.old), bytes(&c.new), &hunks), hunks, c)
+            let revised = super::revise::revised_hunks(reviewed.as_deref(), &c.path, bytes(&c.old), bytes(&c.new), &hunks);
+            let conflict_with = if c.conflicted() { super::landed::authors(&bin, id, &c.path, c.base, c.old_hash)? } else { Vec::new() };
+            Ok(FileHunks {
+                hunks,
+                revised,
+                path: c.path,
+                kind: c.kind,
+                conflicts: c.conflicts,
+                file_conflict: c.file_conflict,
+                runs_by_itself: c.runs_by_itself,
+                conflict_with,
+                overlaps: Vec::new(),
+            })
         })
-        .map(|(revised, hunks, c)| FileHunks {
-            hunks,
-            revised,
-            path: c.path,
-            kind: c.kind,
-            conflicts: c.conflicts,
-            file_conflict: c.file_conflict,
-            runs_by_itself: c.runs_by_itself,
-        })
-        .collect())
+        .collect()
 }
 
 /// Hunks still proposed in every file of `id` (none once it ended).

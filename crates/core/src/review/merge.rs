@@ -136,6 +136,40 @@ pub fn agent_side(pieces: &[Piece<'_>]) -> Vec<u8> {
     out
 }
 
+/// The merged bytes with both sides wherever the two conflict, between git-style markers
+/// (`<<<<<<< {current}`, `||||||| base`, `=======`, `>>>>>>> {agent}`): nothing of either side
+/// is dropped. A side without a final newline gets one before a marker.
+pub fn with_markers(pieces: &[Piece<'_>], current_label: &str, agent_label: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let put = |out: &mut Vec<u8>, lines: &[&[u8]]| {
+        for l in lines {
+            out.extend_from_slice(l);
+        }
+    };
+    let marker = |out: &mut Vec<u8>, text: String| {
+        if !out.is_empty() && !out.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(text.as_bytes());
+    };
+    for p in pieces {
+        match p {
+            Piece::Current(l) => put(&mut out, l),
+            Piece::Agent { agent, .. } => put(&mut out, agent),
+            Piece::Conflict { base, current, agent } => {
+                marker(&mut out, format!("<<<<<<< {current_label}\n"));
+                put(&mut out, current);
+                marker(&mut out, "||||||| base\n".into());
+                put(&mut out, base);
+                marker(&mut out, "=======\n".into());
+                put(&mut out, agent);
+                marker(&mut out, format!(">>>>>>> {agent_label}\n"));
+            }
+        }
+    }
+    out
+}
+
 /// Line ranges (0-based, in the current file) of the conflicts.
 pub fn conflicts(pieces: &[Piece<'_>]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
@@ -200,6 +234,15 @@ mod tests {
         for (i, (current, agent, merged, n)) in rows.iter().enumerate() {
             assert_eq!(run(base, current, agent), (merged.to_string(), *n), "row {i}");
         }
+    }
+
+    #[test]
+    fn markers_keep_both_sides() {
+        let pieces = merge(b"a\nb\nc\n", b"a\nmine\nc\n", b"a\ntheirs\nc\nd\n");
+        let text = String::from_utf8(with_markers(&pieces, "yours", "landed")).unwrap();
+        assert_eq!(text, "a\n<<<<<<< yours\nmine\n||||||| base\nb\n=======\ntheirs\n>>>>>>> landed\nc\nd\n");
+        let clean = merge(b"a\nb\nc\nd\ne\n", b"A\nb\nc\nd\ne\n", b"a\nb\nc\nd\nE\n");
+        assert_eq!(with_markers(&clean, "yours", "landed"), b"A\nb\nc\nd\nE\n");
     }
 
     #[test]

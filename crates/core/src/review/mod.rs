@@ -10,6 +10,9 @@
 //! - [`hunk_review`]: the hunks of a proposal for ghost text, and accepting or rejecting one.
 //! - [`feedback`]: reasons, notes and hunk decisions for the agent, delivered once.
 //! - [`revise`]: revisions of a proposal, `cairn revise`, interdiffs, `cairn log`.
+//! - [`board`]: every pending proposal at once: overlaps, a landing order, the status line,
+//!   rebasing the others after an accept, resolving a conflict; [`landed`] names whose
+//!   change a conflict is with; [`resolve`] the three-way view of a conflicted file.
 
 pub mod accept;
 mod ahead;
@@ -18,10 +21,13 @@ pub mod feedback;
 pub mod revise;
 pub mod hunk_review;
 pub mod hunks;
+pub mod landed;
+pub mod board;
 pub mod lock;
 pub mod merge;
 mod prepare;
 pub mod reject;
+pub mod resolve;
 pub mod undo;
 
 pub use accept::{accept, AcceptReport};

@@ -161,6 +161,14 @@ impl Overlay {
         Ok(())
     }
 
+    /// Makes the project's version `base` (hash, mode, content) the base of `path` from now
+    /// on: the user resolved the agent's change against it.
+    pub fn rebase_base(&self, path: &str, base: Option<(Hash, u32)>, content: Option<&[u8]>) -> Result<()> {
+        let mut st = self.conn.prepare_cached("INSERT OR REPLACE INTO bases(path, hash, mode, content) VALUES (?1, ?2, ?3, ?4)")?;
+        st.execute(params![path, base.as_ref().map(|b| b.0.to_vec()), base.map(|b| b.1), content])?;
+        Ok(())
+    }
+
     /// Writes `content` at `path`.
     pub fn write(&self, path: &str, content: &[u8], mode: u32) -> Result<()> {
         let mut st = self

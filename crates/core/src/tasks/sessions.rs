@@ -12,8 +12,7 @@ use serde::Serialize;
 
 pub use crate::store::bin::SessionRow;
 
-/// A session without a heartbeat for this long is `stalled`.
-pub const STALLED_AFTER_MS: i64 = 60_000;
+pub use crate::store::bin::STALLED_AFTER_MS;
 
 /// A session as read: the row and its health (derived from heartbeats).
 #[derive(Debug, Clone, Serialize)]

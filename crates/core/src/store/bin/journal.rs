@@ -215,6 +215,18 @@ impl Bin {
         Ok(out)
     }
 
+    /// Every landing on `path` recorded in the journal (whole and hunk accepts, any agent but
+    /// `except`): `(agent, hash before, hash after)`, newest accept first. What attributes a
+    /// file's change since an agent read it to the agents that landed it.
+    pub fn landings(&self, path: &str, except: &str) -> Result<Vec<(String, Option<Hash>, Option<Hash>)>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT j.agent_id, j.old_hash, j.new_hash FROM journal j JOIN agents a ON a.id = j.agent_id
+             WHERE j.path = ?1 AND j.agent_id != ?2 ORDER BY a.state_changed_ms DESC",
+        )?;
+        let rows = st.query_map(params![path, except], |r| Ok((r.get::<_, String>(0)?, hash_from_blob(r.get(1)?), hash_from_blob(r.get(2)?))))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Completes a pending accept: accepted, pending cleared, event appended. Should power
     /// fail before this commit reaches the disk, the accept is still pending and the next
     /// `accept` re-verifies every file from the journal and finishes it.

@@ -20,7 +20,7 @@ pub use journal::JournalSync;
 mod review;
 pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
-pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow};
+pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow, STALLED_AFTER_MS};
 mod workers;
 
 use super::Hash;

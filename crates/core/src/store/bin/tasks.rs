@@ -137,6 +137,9 @@ impl Check {
 }
 
 /// Is `actor` a person (`human`, `human:<login>`) rather than an agent?
+/// A session without a heartbeat for this long is `stalled`.
+pub const STALLED_AFTER_MS: i64 = 60_000;
+
 pub fn is_human(actor: &str) -> bool {
     actor == "human" || actor.starts_with("human:")
 }

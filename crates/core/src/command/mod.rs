@@ -3,14 +3,16 @@
 //! core function per operation.
 
 use crate::error::{Error, Result};
-use crate::lifecycle::{ErrorKind, Priority, Provider, State};
+use crate::lifecycle::{Priority, Provider};
 use crate::project::Project;
-use crate::review::{self, AcceptReport, ChangeKind, UndoReport};
+use crate::review::{self, AcceptReport, UndoReport};
 use crate::sandbox::script::{self, Diagnostic};
-use crate::store::bin::AgentRecord;
 use crate::{gc, index, orchestrator, sync, workspace};
 use serde::Serialize;
 use std::path::PathBuf;
+
+mod status;
+pub use status::{status_of, task_brief, ChangeSummary, Status, TaskBrief};
 
 /// Every agent (`all`: the terminal ones too). Any cairn process notices a dead worker here:
 /// its agent is re-queued (or errored), and a wrap session whose `cairn wrap` died keeps what
@@ -22,7 +24,12 @@ fn list_agents(project: &Project, all: bool) -> Result<Output> {
     }
     notice_jj(project);
     let recs = project.bin()?.list(all)?;
-    let agents = recs.iter().map(|r| status_of(project, r, false)).collect::<Result<_>>()?;
+    let board = review::board::build(project)?;
+    let with_overlaps = |mut s: Status| {
+        s.overlaps = board.get(&s.id).map(|a| a.overlaps.clone()).unwrap_or_default();
+        s
+    };
+    let agents = recs.iter().map(|r| status_of(project, r, false).map(with_overlaps)).collect::<Result<_>>()?;
     Ok(Output::Agents { agents })
 }
 
@@ -59,75 +66,14 @@ pub enum Command {
     /// with agent `agent`'s proposal on top when given: what that agent's `search_content`
     /// sees.
     Search { pattern: String, under: String, agent: Option<String> },
+    /// Every pending proposal at once: overlaps, landing order, status line.
+    Board,
+    /// The three versions of a conflicted file of a proposal.
+    ThreeWay { id: String, path: String },
+    /// The user's resolution of a file of a proposal.
+    Resolve { id: String, path: String, content: Vec<u8> },
 }
 
-/// One changed path in a status.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChangeSummary {
-    pub path: String,
-    pub kind: ChangeKind,
-    /// Another tool runs or obeys this file on its own (see [`crate::paths::runs_by_itself`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub runs_by_itself: Option<&'static str>,
-}
-
-/// The status object of one agent (`status --json`, `list-agents --json`, RPC).
-#[derive(Debug, Clone, Serialize)]
-pub struct Status {
-    pub id: String,
-    pub state: State,
-    pub task: String,
-    pub priority: Priority,
-    pub provider: Provider,
-    pub created_at: String,
-    pub state_changed_at: String,
-    pub submission: Option<serde_json::Value>,
-    pub result: Option<serde_json::Value>,
-    pub error: Option<String>,
-    pub error_kind: Option<ErrorKind>,
-    pub changes: Vec<ChangeSummary>,
-    /// Why the agent's overlay cannot be read, when it cannot.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub damage: Option<String>,
-    pub attempts: u32,
-    pub accept_pending: bool,
-    pub undone: bool,
-    /// The revision of the proposal: 1, then one more per revise (or new turn of a live agent).
-    pub revision: u32,
-    /// The agent is still at work on it (ghost text and diffs show it as it grows).
-    pub in_progress: bool,
-    /// The task whose proposal this agent is, with its status and check results.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub for_task: Option<TaskBrief>,
-    /// The agent's jj change (`crate::jj`), in a jj project.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub jj: Option<crate::store::bin::JjRow>,
-    /// Whether the jj integration is on here, which jj, and why not (a single agent's status
-    /// in a jj repository, or with `[jj] enabled = true`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub jj_integration: Option<crate::jj::Detection>,
-    /// Unix milliseconds of `state_changed_at` (for ages; not serialized).
-    #[serde(skip)]
-    pub state_changed_ms: i64,
-}
-
-/// A task as an agent's status shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct TaskBrief {
-    pub id: String,
-    pub status: String,
-    /// `{desc, result}` of each check.
-    pub checks: Vec<serde_json::Value>,
-}
-
-/// The task whose proposal agent `id` is.
-pub fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
-    let bin = project.bin().ok()?;
-    let t = bin.task_get(&bin.task_of_agent(id).ok()??).ok()?;
-    // `by`: the agent that wrote a check (none for a human's); `counts`: whether it gates.
-    let checks = t.checks.iter().map(|c| serde_json::json!({ "desc": c.desc, "result": c.result, "by": c.author.as_deref().filter(|a| !crate::tasks::is_human(a)), "counts": c.counts() })).collect();
-    Some(TaskBrief { id: t.id, status: t.status, checks })
-}
 
 /// The result of a pre-flight check.
 #[derive(Debug, Clone, Serialize)]
@@ -168,6 +114,9 @@ pub enum Output {
     /// A note was recorded for agent `id`.
     Commented { id: String },
     Search { hits: Vec<crate::search::Hit> },
+    Board(review::board::Board),
+    ThreeWay(review::resolve::ThreeWay),
+    Resolved { id: String, path: String },
 }
 
 /// The project at a glance (`cairn status` without an id).
@@ -177,6 +126,8 @@ pub struct Overview {
     /// How many agents are in each state (active and ended ones still recorded).
     pub agents: std::collections::BTreeMap<String, usize>,
     pub jj: crate::jj::Detection,
+    /// The pending proposals together: overlaps, landing order, the status line.
+    pub board: review::board::Board,
 }
 
 /// [`Overview`] of `project`, after noticing what jj users did.
@@ -186,46 +137,9 @@ pub fn overview(project: &Project) -> Result<Overview> {
     for rec in project.bin()?.list(true)? {
         *agents.entry(rec.state.to_string()).or_insert(0) += 1;
     }
-    Ok(Overview { root: project.root.clone(), agents, jj: crate::jj::detect(project).0 })
+    Ok(Overview { root: project.root.clone(), agents, jj: crate::jj::detect(project).0, board: review::board::build(project)? })
 }
 
-/// Builds the status of an agent record.
-pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Result<Status> {
-    // A damaged overlay does not hide the agent: its status says so instead of failing.
-    let (changes, damage) = if with_changes {
-        match review::changes(project, &rec.id) {
-            Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect(), None),
-            Err(e @ Error::Overlay { .. }) => (Vec::new(), Some(e.to_string())),
-            Err(e) => return Err(e),
-        }
-    } else {
-        (Vec::new(), None)
-    };
-    Ok(Status {
-        id: rec.id.clone(),
-        state: rec.state,
-        task: rec.task.clone(),
-        priority: rec.priority,
-        provider: rec.provider,
-        created_at: crate::time::rfc3339(rec.created_ms),
-        state_changed_at: crate::time::rfc3339(rec.state_changed_ms),
-        submission: rec.submission.clone(),
-        result: rec.result.clone(),
-        error: rec.error.clone(),
-        error_kind: rec.error_kind,
-        changes,
-        damage,
-        attempts: rec.attempts,
-        accept_pending: rec.accept_pending,
-        undone: rec.state == State::Undone,
-        revision: rec.revision,
-        in_progress: rec.state.is_running(),
-        for_task: if with_changes { task_brief(project, &rec.id) } else { None },
-        jj: project.bin()?.jj_get(&rec.id)?,
-        jj_integration: (with_changes && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
-        state_changed_ms: rec.state_changed_ms,
-    })
-}
 
 /// The pre-flight check of a script file (needs no project).
 pub fn execute_check(file: &std::path::Path) -> Result<CheckReport> {
@@ -263,7 +177,9 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             notice_jj(project);
             let rec = project.bin()?.get(&id)?;
-            Ok(Output::Status(status_of(project, &rec, true)?))
+            let mut status = status_of(project, &rec, true)?;
+            status.overlaps = review::board::build(project)?.get(&id).map(|a| a.overlaps.clone()).unwrap_or_default();
+            Ok(Output::Status(status))
         }
         Command::Diff { id, stat, since_review } => {
             let id = resolve(project, &id)?;
@@ -278,6 +194,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
             let accepted = with_jj(project, &id, review::accept(project, &mut bin, &id, force))?;
+            review::board::after_landing(project, &id, &[accepted.written.clone(), accepted.deleted.clone()].concat(), "accept");
             crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
@@ -289,9 +206,12 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
         Command::Comment { .. } | Command::Revise { .. } | Command::Log { .. } => review_loop(project, cmd),
+        Command::Hunks { .. } | Command::Board | Command::ThreeWay { .. } | Command::Resolve { .. } => many(project, cmd),
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
-            Ok(Output::Undone(with_jj(project, &id, review::undo(project, &id))?))
+            let undone = with_jj(project, &id, review::undo(project, &id))?;
+            review::board::after_landing(project, &id, &[undone.restored.clone(), undone.removed.clone()].concat(), "undo");
+            Ok(Output::Undone(undone))
         }
         Command::Preview { id } => {
             let id = resolve(project, &id)?;
@@ -299,14 +219,12 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         }
         Command::Check { file } => Ok(Output::Check(execute_check(&file)?)),
         Command::Gc => Ok(Output::Gc(gc::collect(project)?)),
-        Command::Hunks { id } => {
-            let id = resolve(project, &id)?;
-            Ok(Output::Hunks { files: review::file_hunks(project, &id)?, id })
-        }
         Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            Ok(Output::Hunk(with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?))
+            let report = with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?;
+            review::board::after_landing(project, &id, std::slice::from_ref(&report.path), "hunk accept");
+            Ok(Output::Hunk(report))
         }
         Command::RejectHunk { id, path, hunk, reason } => {
             let id = resolve(project, &id)?;
@@ -314,6 +232,35 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             Ok(Output::Hunk(with_jj(project, &id, review::reject_hunk(project, &id, &path, &hunk, reason.as_deref()))?))
         }
         Command::Search { pattern, under, agent } => search(project, &pattern, &under, agent.as_deref()),
+    }
+}
+
+/// The commands of many proposals at once: hunks with their overlaps, the board, resolving a
+/// conflicted file.
+fn many(project: &Project, cmd: Command) -> Result<Output> {
+    match cmd {
+        Command::Hunks { id } => {
+            let id = resolve(project, &id)?;
+            // From the board when the proposal is pending: its hunks with their overlaps.
+            let files = match review::board::build(project)?.agents.into_iter().find(|a| a.id == id) {
+                Some(a) if !a.files.is_empty() => a.files,
+                _ => review::file_hunks(project, &id)?,
+            };
+            Ok(Output::Hunks { files, id })
+        }
+        Command::Board => Ok(Output::Board(review::board::build(project)?)),
+        Command::ThreeWay { id, path } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            Ok(Output::ThreeWay(review::resolve::three_way(project, &id, &path)?))
+        }
+        Command::Resolve { id, path, content } => {
+            let id = resolve(project, &id)?;
+            let path = crate::paths::normalize(&path, &project.root)?;
+            review::resolve::resolve(project, &id, &path, &content)?;
+            Ok(Output::Resolved { id, path })
+        }
+        other => execute(project, other),
     }
 }
 

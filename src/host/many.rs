@@ -1,0 +1,47 @@
+//! The requests of many agents at once: the board, the three-way view of a conflicted file
+//! and its resolution, and merging a landed change into a buffer with unsaved edits.
+
+use super::wire::Args;
+use super::Handler;
+use cairn_core::command::{self, Command};
+use cairn_core::error::{Error, Result};
+use rmpv::Value;
+
+impl Handler {
+    /// `Some` for the methods this file serves.
+    pub(super) fn dispatch_many(&self, method: &str, args: &Args) -> Option<std::result::Result<Result<serde_json::Value>, Value>> {
+        let project = &self.project;
+        let exec = |cmd: Command| command::execute(project, cmd).and_then(|o| Ok(serde_json::to_value(o)?));
+        let path = || args.required("path").map(|p| self.relative(&p));
+        Some(match method {
+            "board" => Ok(exec(Command::Board)),
+            "three_way" => path().map(|path| self.target(args.str("id")).and_then(|id| exec(Command::ThreeWay { id, path }))),
+            "resolve" => path().and_then(|path| {
+                let text = args.required("text")?;
+                Ok(self.target(args.str("id")).and_then(|id| exec(Command::Resolve { id, path, content: text.into_bytes() })))
+            }),
+            "merge_buffer" => path().and_then(|path| {
+                let (base, text) = (args.required("base")?, args.required("text")?);
+                Ok(merge_buffer(project, &path, &base, &text))
+            }),
+            _ => return None,
+        })
+    }
+
+    /// A path from the plugin (absolute, or relative to the project) relative to the project.
+    pub(super) fn relative(&self, path: &str) -> String {
+        std::path::Path::new(path).strip_prefix(&self.project.root).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string())
+    }
+}
+
+/// A buffer whose file changed on disk under unsaved edits: the change on disk (from `base`,
+/// the text the buffer was read from, to the file now) merged into the buffer's `text`
+/// three-way. Conflicts keep both sides between markers: nothing of either is dropped.
+fn merge_buffer(project: &cairn_core::project::Project, path: &str, base: &str, text: &str) -> Result<serde_json::Value> {
+    use cairn_core::review::merge;
+    let now = cairn_core::store::fsx::read(&project.root, path)?.map(|(b, _)| b).ok_or_else(|| Error::Usage(format!("{path} is no longer in the project: nothing to merge")))?;
+    let pieces = merge::merge(base.as_bytes(), text.as_bytes(), &now);
+    let conflicts = merge::conflicts(&pieces).len();
+    let merged = merge::with_markers(&pieces, "your unsaved edit", "landed on disk");
+    Ok(serde_json::json!({ "text": String::from_utf8_lossy(&merged), "conflicts": conflicts }))
+}
