@@ -12,6 +12,42 @@ use std::path::PathBuf;
 pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
     accept(c, rows);
     ghost(c, rows);
+    overlap_map(c, rows);
+}
+
+/// The overlap map of 10 pending proposals of 20 files each (neighbours share 10 files and
+/// append at the same place, so they overlap), recomputed after one agent writes a file: what
+/// the host does on a `wrote` event before it redraws. The target is on the p95.
+fn overlap_map(c: &Ctx, rows: &mut Vec<Row>) {
+    let stride = (c.files / 200).max(1);
+    let ids: Vec<String> = (0..10)
+        .map(|i| {
+            let files: Vec<String> = (i * 10..i * 10 + 20).map(|k| path_of(k * stride + 7)).collect();
+            c.run_inline(&format!("for p in {files:?}:\n    write_file(p, read_file(p) + '# agent {i}\\n')\n"))
+        })
+        .collect();
+    let mut round = 0;
+    let v = sample((c.runs * 5).max(20), || {
+        round += 1;
+        let id = &ids[round % ids.len()];
+        let path = path_of((round % ids.len()) * 10 * stride + 7);
+        let overlay = c.p.existing_overlay(id).expect("overlay").expect("an overlay");
+        let mut content = std::fs::read(c.root.join(&path)).expect("read");
+        content.extend_from_slice(format!("# write {round}\n").as_bytes());
+        let (t, board) = time(|| {
+            overlay.write(&path, &content, 0o644).expect("write");
+            cairn::review::board::build(&c.p).expect("board")
+        });
+        let ours: Vec<_> = board.agents.iter().filter(|a| ids.contains(&a.id)).collect();
+        assert_eq!(ours.len(), 10);
+        assert!(ours.iter().all(|a| a.hunks == 20) && board.overlaps.len() >= 9 * 10, "{} overlaps", board.overlaps.len());
+        t
+    });
+    let op = format!("overlap map of 10 proposals × 20 files after one write (p95 {:.1} ms)", v.p95());
+    done(rows, Row::new("overlap_map", op, v, "< 100 ms p95"));
+    for id in ids {
+        command::execute(&c.p, Command::Reject { id, reason: None }).expect("reject");
+    }
 }
 
 /// What accept does, done bare: every file written under a temporary name and fsynced, then

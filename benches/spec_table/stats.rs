@@ -27,6 +27,16 @@ impl Stat {
         }
     }
 
+    /// The 95th percentile (nearest rank).
+    pub fn p95(&self) -> f64 {
+        let mut v = self.values.clone();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => f64::NAN,
+            n => v[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1],
+        }
+    }
+
     fn min(&self) -> f64 {
         self.values.iter().copied().fold(f64::INFINITY, f64::min)
     }

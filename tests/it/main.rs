@@ -22,6 +22,7 @@ mod jj_changes;
 mod invariants;
 mod library;
 mod lifecycle;
+mod many_agents;
 mod mcp;
 mod mcp_tools;
 mod protected;

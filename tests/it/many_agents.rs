@@ -1,0 +1,131 @@
+//! Many agents on one project: the overlap map of pending proposals (list-agents, status,
+//! hunks, the tmux status line), the landing order, the rebase after an accept naming whose
+//! change a conflict is with, resolving a conflict by hand, and the `landed` events buffers
+//! follow.
+
+use crate::support::*;
+use serde_json::Value;
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("l{i}\n")).collect()
+}
+
+/// An inline agent replacing line `n` (`ln`) of a.txt with `text`.
+fn edit(f: &Fixture, edits: &[(usize, &str)]) -> String {
+    let mut code = "t = read_file('a.txt')\n".to_string();
+    for (n, text) in edits {
+        code.push_str(&format!("t = t.replace('l{n}\\n', '{text}\\n')\n"));
+    }
+    code.push_str("write_file('a.txt', t)\n");
+    f.run_ok(&code).id
+}
+
+fn json(f: &Fixture, args: &[&str]) -> Value {
+    f.cairn(args).ok().json()
+}
+
+#[test]
+fn overlapping_proposals_are_listed_everywhere_before_anything_lands() {
+    let f = Fixture::with_files(&[("a.txt", &lines(20))]);
+    let a = edit(&f, &[(5, "A5")]);
+    let b = edit(&f, &[(5, "B5")]);
+    let c = edit(&f, &[(15, "C15")]);
+    let board = json(&f, &["status", "--json"])["board"].clone();
+    let overlaps = board["overlaps"].as_array().unwrap();
+    assert_eq!(overlaps.len(), 1, "{board}");
+    assert_eq!((overlaps[0]["path"].as_str(), &overlaps[0]["lines"]), (Some("a.txt"), &serde_json::json!([5, 5])), "{board}");
+    let of = |id: &str| board["agents"].as_array().unwrap().iter().find(|x| x["id"] == id).unwrap()["overlaps"].clone();
+    assert_eq!(of(&a), serde_json::json!([b.clone()]));
+    assert_eq!(of(&c), serde_json::json!([]), "C touches other lines");
+    let listed = f.cairn(&["list-agents"]).ok().stdout;
+    let line_of = |id: &str| listed.lines().find(|l| l.starts_with(id)).unwrap().to_string();
+    assert!(line_of(&a).contains(&format!("[overlaps {b}]")), "{listed}");
+    assert!(!line_of(&c).contains("overlaps"), "{listed}");
+    let overview = f.cairn(&["status"]).ok().stdout;
+    assert!(overview.contains(&format!("overlap   a.txt:5-5  {a} and {b}")), "{overview}");
+    assert!(overview.contains("land in this order"), "{overview}");
+    let hunks = f.cairn(&["hunks", &b]).ok().stdout;
+    assert!(hunks.contains(&format!("OVERLAPS agent {a}")), "{hunks}");
+    let tmux = f.cairn(&["status", "--format", "tmux"]).ok().stdout;
+    assert_eq!(tmux.lines().count(), 1, "{tmux}");
+    assert!(tmux.contains(&format!("A {} waits ⚠B", &a[..4])) && tmux.contains(&format!("C {} waits", &c[..4])), "{tmux}");
+    assert!(!tmux.contains("⚠A ⚠") && !tmux.contains(&format!("C {} waits ⚠", &c[..4])), "{tmux}");
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(20), "nothing landed");
+}
+
+#[test]
+fn the_landing_order_leaves_the_fewest_conflicts() {
+    let f = Fixture::with_files(&[("a.txt", &lines(20))]);
+    // A rewrites lines 3-8 in one hunk; B changes 3, 5 and 7: landing A first would conflict
+    // three hunks of B, landing B first one hunk of A.
+    let a = edit(&f, &[(3, "A3"), (4, "A4"), (5, "A5"), (6, "A6"), (7, "A7"), (8, "A8")]);
+    let b = edit(&f, &[(3, "B3"), (5, "B5"), (7, "B7")]);
+    let order = json(&f, &["status", "--json"])["board"]["order"].clone();
+    assert_eq!(order, serde_json::json!([b, a]), "B first");
+}
+
+#[test]
+fn an_accept_rebases_the_others_and_names_whose_change_they_conflict_with() {
+    let f = Fixture::with_files(&[("a.txt", &lines(20))]);
+    let a = edit(&f, &[(5, "A5")]);
+    let b = edit(&f, &[(5, "B5"), (12, "B12")]);
+    let c = edit(&f, &[(15, "C15")]);
+    f.cairn(&["accept", &a]).ok();
+    let events = f.cairn(&["events", "--json"]).ok().stdout;
+    let of = |id: &str, ty: &str| events.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|e| e["agent"] == id && e["type"] == ty).collect::<Vec<_>>();
+    let rb = of(&b, "rebased");
+    assert_eq!((rb.len(), &rb[0]["onto"], &rb[0]["conflicts"]), (1, &Value::from(a.clone()), &Value::from(1)), "{events}");
+    let rc = of(&c, "rebased");
+    assert_eq!((&rc[0]["clean"], &rc[0]["conflicts"]), (&Value::from(1), &Value::from(0)), "C moved cleanly: {events}");
+    assert_eq!(of(&a, "landed")[0]["paths"], serde_json::json!(["a.txt"]), "{events}");
+    let hunks = f.cairn(&["hunks", &b]).ok().stdout;
+    assert!(hunks.contains(&format!("CONFLICT with {a}")) && !hunks.contains("your edit"), "the conflict names A, not the user: {hunks}");
+    // C lands on top of A without --force.
+    f.cairn(&["accept", &c]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(20).replace("l5\n", "A5\n").replace("l15\n", "C15\n"));
+    // An edit of the user's own is "your edit".
+    let d = edit(&f, &[(18, "D18")]);
+    f.write("a.txt", f.read_str("a.txt").unwrap().replace("l18\n", "MINE\n"));
+    let hunks = f.cairn(&["hunks", &d]).ok().stdout;
+    assert!(hunks.contains("CONFLICT with your edit"), "{hunks}");
+}
+
+#[test]
+fn a_conflict_resolved_by_hand_lands_without_force() {
+    let f = Fixture::with_files(&[("a.txt", &lines(10))]);
+    let a = edit(&f, &[(5, "A5")]);
+    let b = edit(&f, &[(5, "B5"), (9, "B9")]);
+    f.cairn(&["accept", &a]).ok();
+    assert!(f.cairn(&["accept", &b]).code != 0, "a conflicted proposal needs a decision");
+    let three = json(&f, &["resolve", &b, "a.txt"]);
+    assert_eq!(three["base"], lines(10));
+    assert_eq!(three["landed"], lines(10).replace("l5\n", "A5\n"));
+    assert_eq!(three["proposed"], lines(10).replace("l5\n", "B5\n").replace("l9\n", "B9\n"), "the agent's side, on what landed");
+    assert_eq!(three["conflict_with"], serde_json::json!([a]));
+    let resolved = lines(10).replace("l5\n", "A5 and B5\n").replace("l9\n", "B9\n");
+    let file = f.root.join("../resolved.txt");
+    std::fs::write(&file, &resolved).unwrap();
+    f.cairn(&["resolve", &b, "a.txt", "--from", file.to_str().unwrap()]).ok();
+    let hunks = f.cairn(&["hunks", &b]).ok().stdout;
+    assert!(!hunks.contains("CONFLICT"), "{hunks}");
+    f.cairn(&["accept", &b]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), resolved);
+    // Undo restores what A had landed, and says which files it changed.
+    f.cairn(&["undo", &b]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(10).replace("l5\n", "A5\n"));
+    let events = f.cairn(&["events", "--agent", &b, "--json"]).ok().stdout;
+    assert!(events.lines().last().unwrap().contains("\"type\":\"landed\"") && events.contains("\"how\":\"undo\""), "{events}");
+}
+
+#[test]
+fn resolving_is_refused_for_a_path_the_agent_does_not_change_or_outside_the_project() {
+    let f = Fixture::with_files(&[("a.txt", &lines(5)), ("b.txt", "b\n")]);
+    let a = edit(&f, &[(2, "A2")]);
+    let file = f.root.join("../r.txt");
+    std::fs::write(&file, "x\n").unwrap();
+    let out = f.cairn(&["resolve", &a, "b.txt", "--from", file.to_str().unwrap()]);
+    assert!(out.code != 0 && out.stderr.contains("nothing to resolve"), "{}", out.stderr);
+    let out = f.cairn(&["resolve", &a, "../outside.txt", "--from", file.to_str().unwrap()]);
+    assert!(out.code != 0, "a path outside the project is refused: {}", out.stderr);
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\n");
+}
