@@ -10,7 +10,8 @@ number of the user's own messages in the conversation (user messages without a t
 minus one, the step within it the number of tool results after the turn's message. A step
 may also say "wait": "NAME": its request is answered only once gate_dir/NAME exists (the
 CLI stays busy meanwhile, so a test can look at what it did so far). The last turn and the
-last step of a turn repeat.
+last step of a turn repeat. For several sessions at once, {"by_prompt": {"WORD": script, ...}}
+gives each conversation the script whose WORD its user's first message holds.
 
 Serves until killed; writes its port to <port file> once listening, and every request's
 path, whether it offered tools, and messages to stderr (a JSON line each).
@@ -50,13 +51,29 @@ def tool_results(messages):
     return sum(1 for m in messages for b in content_blocks(m) if b.get("type") == "tool_result")
 
 
+def text_of(message):
+    return "\n".join(b.get("text", "") for b in content_blocks(message) if b.get("type") == "text")
+
+
+def script_for(messages):
+    """The script of this conversation (by its first prompt, for a by_prompt script)."""
+    if not isinstance(SCRIPT, dict) or "by_prompt" not in SCRIPT:
+        return SCRIPT
+    first = next((text_of(m) for m in messages if is_users_own(m)), "")
+    for word, script in SCRIPT["by_prompt"].items():
+        if word in first:
+            return script
+    return [{"text": "no script for this prompt"}]
+
+
 def step_for(messages):
     """The step answering this conversation, and its tool call's number."""
-    if isinstance(SCRIPT, list):
+    script = script_for(messages)
+    if isinstance(script, list):
         results = tool_results(messages)
-        return SCRIPT[min(results, len(SCRIPT) - 1)], results
+        return script[min(results, len(script) - 1)], results
     own = [i for i, m in enumerate(messages) if is_users_own(m)]
-    turns = SCRIPT["turns"]
+    turns = script["turns"]
     turn = min(max(len(own) - 1, 0), len(turns) - 1)
     steps = turns[turn]
     since = messages[own[-1] + 1:] if own else messages

@@ -13,7 +13,6 @@ local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h')
 -- Messages on lines of their own, so that each `ok - ` line starts a line of the log.
 vim.notify = function(msg) io.stderr:write(tostring(msg) .. '\n') end
 
-local CLAUDE = H.repo .. '/.venv/agents/node_modules/.bin/claude'
 local REASON = 'R-TOKEN use another name'
 
 local function file_lines(a, b)
@@ -30,49 +29,17 @@ local B0, B1, B2 = 'TIMEOUT_S = 30', 'TMP = 30', 'TIMEOUT_SECONDS = 30'
 local BASE = file_lines(A0, B0)
 
 local root = H.project({ ['src/settings.py'] = BASE })
-local home = vim.env.CAIRN_HOME
+local T = dofile(H.repo .. '/tests/nvim/tui.lua')
+local tui = T.new(H, root)
 local path = root .. '/src/settings.py'
-local work = vim.fn.fnamemodify(home, ':h') -- the temp dir holding proj/ and home/
-local gates = work .. '/gates'
-vim.fn.mkdir(gates, 'p')
-local stub_log = work .. '/requests.log'
-local tmux_sock = work .. '/tmux.sock'
-local nvim_sock = work .. '/nvim.sock'
--- Unique to this run: what tells its processes apart from any other (see the end).
-local key = string.format('sk-ant-scripted-%010d-abcdefghij', vim.fn.getpid())
-
-local function tmux(args)
-  local out = vim.fn.system(vim.list_extend({ 'tmux', '-S', tmux_sock }, args))
-  return (out:gsub('%s+$', '')), vim.v.shell_error
-end
-
-local function pane(id)
-  return (tmux({ 'capture-pane', '-p', '-J', '-t', id }))
-end
-
---- Types `text` into pane `id`, then Enter.
-local function type_into(id, text)
-  tmux({ 'send-keys', '-t', id, '-l', text })
-  tmux({ 'send-keys', '-t', id, 'Enter' })
-end
-
---- Waits on a condition that runs a command: polls every 100 ms.
-local function wait_slow(ms, cond, what)
-  if not vim.wait(ms, cond, 100) then
-    error('timed out waiting for ' .. (type(what) == 'function' and what() or what), 2)
-  end
-end
-
-local function cli(...)
-  local out = vim.fn.system(vim.list_extend({ require('cairn.rpc').binary(), '--project-root', root, '--cairn-home', home }, { ... }))
-  return out, vim.v.shell_error
-end
-
-local function cli_json(...)
-  local out, code = cli(...)
-  H.eq(code, 0, 'cairn ' .. table.concat({ ... }, ' ') .. ': ' .. out)
-  return vim.json.decode(out)
-end
+local gates, stub_log = tui.gates, tui.stub_log
+local wait_slow = T.wait_slow
+local function tmux(args) return tui:tmux(args) end
+local function pane(id) return tui:pane(id) end
+local function type_into(id, text) tui:type_into(id, text) end
+local function cli(...) return tui:cli(...) end
+local function cli_json(...) return tui:cli_json(...) end
+local function remote(code, ...) return tui:remote(code, ...) end
 
 --- The model's requests so far (the stub's log), and those of the main conversation
 --- (offering tools; not the CLI's side queries).
@@ -161,51 +128,13 @@ local script = {
     },
   },
 }
-local f = assert(io.open(work .. '/script.json', 'w'))
-f:write(vim.json.encode(script))
-f:close()
-local stub = vim.fn.jobstart({ 'sh', '-c', 'exec python3 "$0" "$1" "$2" 2>"$3"', H.repo .. '/tests/agents/anthropic_stub.py', work .. '/script.json', work .. '/port', stub_log })
-H.ok(stub > 0, 'the stub started')
-H.wait(20000, function() return H.read(work .. '/port') ~= nil end, 'the scripted model to listen')
-local port = H.read(work .. '/port')
-vim.fn.mkdir(home, 'p')
-f = assert(io.open(home .. '/config.toml', 'w'))
+tui:stub(script)
 -- No read_paths: :CairnWrap runs `cairn wrap -- sh -c CMD`, and wrap makes the installation of
 -- the program CMD starts visible (Claude Code lives outside the system's directories).
-f:write(string.format('[wrap]\nhost_ports = [%s]\nturn_quiet_ms = 1500\n', port))
-f:close()
+tui:setup(string.format('[wrap]\nhost_ports = [%s]\nturn_quiet_ms = 1500\n', tui.port))
 
--- A signed-in Claude Code user who trusts the project (what its first run would ask).
-local claude_home = work .. '/claude-home'
-vim.fn.mkdir(claude_home, 'p')
-f = assert(io.open(claude_home .. '/.claude.json', 'w'))
-f:write(vim.json.encode({
-  hasCompletedOnboarding = true,
-  theme = 'dark',
-  customApiKeyResponses = { approved = { key:sub(-20) }, rejected = {} },
-  projects = { [root] = { hasTrustDialogAccepted = true, hasCompletedProjectOnboarding = true } },
-}))
-f:close()
-
-local chan -- the inner Neovim's socket
 local nvim_pane, claude_pane
 local id
-
-local hit_enter = 0 -- how often the inner Neovim stopped at "Press ENTER"
-
---- Runs `code` in the inner Neovim; returns its value. A Neovim waiting at a prompt answers
---- no request but nvim_get_mode: at "Press ENTER" (its messages overflowed the command
---- line), Enter is pressed first, as its user would.
-local function remote(code, ...)
-  local mode = vim.rpcrequest(chan, 'nvim_get_mode')
-  if mode.blocking then
-    H.ok(mode.mode:sub(1, 1) == 'r', 'the inner Neovim blocked at a prompt: ' .. vim.inspect(mode))
-    hit_enter = hit_enter + 1
-    tmux({ 'send-keys', '-t', nvim_pane, 'Enter' })
-    H.wait(5000, function() return not vim.rpcrequest(chan, 'nvim_get_mode').blocking end, 'Enter to end "Press ENTER"')
-  end
-  return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
-end
 
 --- The inner Neovim's view of the proposal: the cairn extmarks of the file's buffer (their
 --- count, header, ghost lines, signs), its hunks and the ghost payload's agent.
@@ -244,31 +173,13 @@ local function shows(v, line)
 end
 
 H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk decisions, revise typed once, revision 2, accept', function()
-  H.ok(vim.fn.executable(CLAUDE) == 1, 'Claude Code is missing: run `bash scripts/test.sh` (it installs .venv/agents)')
-  -- tmux's panes (the :CairnWrap split too) get the server's environment: Claude's home,
-  -- its endpoint and key, and cairn's home.
-  local env = {
-    'env', 'HOME=' .. claude_home, 'ANTHROPIC_BASE_URL=http://127.0.0.1:' .. port, 'ANTHROPIC_API_KEY=' .. key,
-    'DISABLE_TELEMETRY=1', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1', 'CAIRN_HOME=' .. home, 'CAIRN_REPO=' .. H.repo,
-  }
-  local inner = string.format('%s --listen %s -u %s -i NONE -n src/settings.py', vim.fn.shellescape(vim.v.progpath),
-    vim.fn.shellescape(nvim_sock), vim.fn.shellescape(H.repo .. '/tests/nvim/tmux_init.lua'))
-  local out = vim.fn.system(vim.list_extend(env, { 'tmux', '-S', tmux_sock, 'new-session', '-d', '-s', 'cairn', '-x', '220', '-y', '50', '-c', root, inner }))
-  H.eq(vim.v.shell_error, 0, 'tmux new-session: ' .. out)
-  nvim_pane = tmux({ 'display-message', '-p', '-t', 'cairn:0.0', '#{pane_id}' })
-  -- A pane whose command ended stays, dead, with what it printed (for the failure messages).
-  tmux({ 'set-option', '-g', 'remain-on-exit', 'on' })
-  H.wait(10000, function()
-    if vim.uv.fs_stat(nvim_sock) then
-      local ok, c = pcall(vim.fn.sockconnect, 'pipe', nvim_sock, { rpc = true })
-      chan = ok and c > 0 and c or nil
-    end
-    return chan ~= nil
-  end, 'the inner Neovim\'s socket')
+  H.ok(vim.fn.executable(tui.claude) == 1, 'Claude Code is missing: run `bash scripts/test.sh` (it installs .venv/agents)')
+  tui:start(220, 50, 'src/settings.py')
+  nvim_pane = tui.nvim_pane
   H.wait(10000, function() return remote('return vim.api.nvim_buf_get_name(0)') == path end, 'the inner Neovim on the file')
 
   -- :CairnWrap: Claude Code in a split pane, its proposal selected.
-  type_into(nvim_pane, ':CairnWrap ' .. CLAUDE .. ' --allowedTools Read Edit')
+  type_into(nvim_pane, ':CairnWrap ' .. tui.claude .. ' --allowedTools Read Edit')
   wait_slow(20000, function()
     for _, p in ipairs(vim.split(tmux({ 'list-panes', '-t', 'cairn:0', '-F', '#{pane_id}' }), '\n')) do
       if p ~= nvim_pane then
@@ -392,37 +303,17 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   wait_slow(10000, function() return status().state == 'accepted' end, function() return 'accepted: ' .. vim.inspect(status()) end)
   wait_slow(10000, function() return view().marks == 0 end, 'ghost text cleared')
   -- Events that come together show as one line that fits: never a hit-enter prompt.
-  H.eq(hit_enter, 0, 'times the inner Neovim stopped at "Press ENTER"')
+  H.eq(tui.hit_enter, 0, 'times the inner Neovim stopped at "Press ENTER"')
   -- Claude quits: its pane stays, with its last screen and how it ended, until a key.
   tmux({ 'send-keys', '-t', claude_pane, 'C-c' })
   tmux({ 'send-keys', '-t', claude_pane, 'C-c' })
   wait_slow(15000, function() return pane(claude_pane):find('press Enter to close', 1, true) ~= nil end, function() return 'the held pane:\n' .. pane(claude_pane) end)
 end)
 
---- Processes of this run (their environment holds its key), but this one.
-local function ours()
-  local found = {}
-  for _, dir in ipairs(vim.fn.glob('/proc/[0-9]*', false, true)) do
-    local pid = tonumber(dir:match('%d+$'))
-    local env = pid ~= vim.fn.getpid() and H.read(dir .. '/environ')
-    if env and env:find(key, 1, true) then
-      local cmd = (H.read(dir .. '/cmdline') or ''):gsub('%z', ' ')
-      table.insert(found, pid .. ' ' .. cmd)
-    end
-  end
-  return found
-end
-
 H.test('clean up: the tmux server gone, no process of this run left', function()
-  if chan then
-    pcall(vim.fn.chanclose, chan)
-    -- The check below sees them while they run (Neovim, cairn wrap, Claude Code...).
-    H.ok(#ours() > 0, 'the processes of this run found while they run')
-  end
-  tmux({ 'kill-server' })
-  vim.fn.jobstop(stub)
-  H.eq(vim.fn.jobwait({ stub }, 10000)[1] ~= -1, true, 'the scripted model ended')
-  wait_slow(20000, function() return #ours() == 0 end, function() return 'no process left: ' .. vim.inspect(ours()) end)
+  -- The check sees them while they run (Neovim, cairn wrap, Claude Code...).
+  H.ok(#tui:processes() > 0, 'the processes of this run found while they run')
+  H.ok(tui:stop(), 'no process left: ' .. vim.inspect(tui:processes()))
 end)
 
 H.finish()
