@@ -92,6 +92,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
         }
         Output::Accepted(r) => {
             outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
+            rebased(project, &r.id, &[r.written.clone(), r.deleted.clone()].concat());
             if !r.forced.is_empty() {
                 errln!("cairn: warning: --force overwrote changes to {}", esc(&r.forced.join(", ")));
             }
@@ -130,7 +131,10 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             if r.finished_interrupted {
                 errln!("cairn: finished the hunk accept a crash had interrupted (in {}); the hunk asked for now was not applied: list the hunks again (`cairn hunks {}`)", esc(&r.path), r.id);
             }
-            outln!("{} {}: {} hunk(s) left in it, {} in all, agent {}", r.id, esc(&r.path), r.remaining, r.remaining_all, r.state)
+            outln!("{} {}: {} hunk(s) left in it, {} in all, agent {}", r.id, esc(&r.path), r.remaining, r.remaining_all, r.state);
+            if r.landed {
+                rebased(project, &r.id, std::slice::from_ref(&r.path));
+            }
         }
     }
     0
@@ -219,6 +223,13 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
         _ => outln!("jj        off: {}", esc(&o.jj.why)),
     }
     Ok(0)
+}
+
+/// After a landing: what it did to the other pending proposals (read-only, at the edge).
+fn rebased(project: &Project, id: &str, paths: &[String]) {
+    for r in cairn_core::review::board::rebased_by(project, id, paths).unwrap_or_default() {
+        outln!("{}", r.describe(id));
+    }
 }
 
 /// The outputs of many proposals at once.

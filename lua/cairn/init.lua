@@ -275,13 +275,17 @@ function M.on_event(ev)
     -- A task write: its own text names the task, what happened and who did it.
     msg = ev.message
   else
-    msg = string.format('agent %s %s', ev.id, ev.type == 'rebased' and '' or ev.state)
+    msg = string.format('agent %s %s', ev.id, ev.state)
     if ev.message and ev.message ~= '' then
-      msg = msg .. (ev.type == 'rebased' and '' or ': ') .. ev.message
+      msg = msg .. ': ' .. ev.message
     end
   end
+  if ev.type == 'rebased' then
+    -- What an accept did to another pending proposal (said by the host, not an event).
+    msg = ev.message
+  end
   local level = (ev.type ~= 'task_changed' and levels[ev.state]) or vim.log.levels.INFO
-  if ev.type == 'rebased' and not tostring(ev.message):find('moved cleanly') then
+  if ev.type == 'rebased' and (ev.conflicts or 0) > 0 then
     level = vim.log.levels.WARN
   end
   notify.notify(msg, level)

@@ -45,3 +45,34 @@ fn merge_buffer(project: &cairn_core::project::Project, path: &str, base: &str, 
     let merged = merge::with_markers(&pieces, "your unsaved edit", "landed on disk");
     Ok(serde_json::json!({ "text": String::from_utf8_lossy(&merged), "conflicts": conflicts }))
 }
+
+/// What a landing did, for the plugin: the absolute paths it changed, and one `rebased`
+/// notice per other pending proposal it touched.
+pub(super) struct Landing {
+    pub paths: serde_json::Value,
+    pub rebased: Vec<serde_json::Value>,
+}
+
+/// The landing event `ev` is, if any: an accept (its journal names the files), an accepted
+/// hunk, an undo (it names the files).
+pub(super) fn landing(project: &cairn_core::project::Project, ev: &cairn_core::events::Event) -> Option<Landing> {
+    use cairn_core::events::EventKind;
+    use cairn_core::lifecycle::State;
+    let bin = project.bin().ok()?;
+    let (paths, rebases) = match &ev.kind {
+        EventKind::StateChanged { .. } if ev.state == State::Accepted => (bin.journal_rows(&ev.agent_id).ok()?.into_iter().map(|j| j.path).collect::<Vec<_>>(), true),
+        EventKind::HunkDecided { path, accepted: true } => (vec![path.clone()], true),
+        EventKind::Undone { paths } => (paths.clone(), false),
+        _ => return None,
+    };
+    let rebased = if rebases { cairn_core::review::board::rebased_by(project, &ev.agent_id, &paths).unwrap_or_default() } else { Vec::new() };
+    let rebased = rebased
+        .iter()
+        .map(|r| {
+            let state = bin.get(&r.id).map(|rec| rec.state.to_string()).unwrap_or_default();
+            serde_json::json!({ "id": r.id, "state": state, "type": "rebased", "message": r.describe(&ev.agent_id), "conflicts": r.conflicts })
+        })
+        .collect();
+    let abs = paths.iter().map(|p| serde_json::Value::from(project.root.join(p).display().to_string())).collect();
+    Some(Landing { paths: serde_json::Value::Array(abs), rebased })
+}

@@ -159,11 +159,16 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
                 // Log lines and reads change no proposal: no ghost recomputation for them; a
                 // live agent's writes do, without a notification.
                 ghost_dirty |= ev.kind.changes_proposal();
-                // Files an accept, hunk accept or undo changed, from anywhere: open buffers
-                // follow (reloaded, or merged into unsaved edits).
-                if let cairn_core::events::EventKind::Landed { paths, .. } = &ev.kind {
-                    let abs: Vec<serde_json::Value> = paths.iter().map(|p| h.project.root.join(p).display().to_string().into()).collect();
-                    let _ = nvim.exec_lua("require('cairn.buffers').landed(...)", vec![to_value(&serde_json::Value::Array(abs))]).await;
+                // An accept, hunk accept or undo, from anywhere: open buffers follow the files
+                // it changed, and the other proposals it rebased say what that did to them.
+                if let Some(landing) = {
+                    let (project, ev) = (Arc::clone(&h.project), ev.clone());
+                    tokio::task::spawn_blocking(move || many::landing(&project, &ev)).await.ok().flatten()
+                } {
+                    let _ = nvim.exec_lua("require('cairn.buffers').landed(...)", vec![to_value(&landing.paths)]).await;
+                    for note in landing.rebased {
+                        let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&note)]).await;
+                    }
                 }
                 if ev.kind.is_activity() {
                     continue;

@@ -1,6 +1,7 @@
 """An MCP agent that works for a while, driven by the official MCP Python SDK: it edits one
 file through `cairn mcp` (its implicit session), says so on stdout, waits until a gate file
-exists (it is still at work meanwhile), then finishes its session for review.
+exists (still at work meanwhile, with a heartbeat every few seconds, as a long-running agent
+sends), then finishes its session for review.
 
 Usage: edit_wait.py <cairn binary> <project root> <path> <old text> <new text> <gate file>
 """
@@ -21,8 +22,12 @@ async def main(cairn, root, path, old, new, gate):
             r = await s.call_tool("edit_file", {"path": path, "edits": [{"old_text": old, "new_text": new}]})
             assert not getattr(r, "isError", False) and not getattr(r, "is_error", False), r
             print("edited", flush=True)
+            beat = 0
             while not os.path.exists(gate):
                 await asyncio.sleep(0.05)
+                beat += 1
+                if beat % 100 == 0:
+                    await s.call_tool("session_heartbeat", {"progress": "waiting for its gate"})
             r = await s.call_tool("session_finish", {"summary": "a clearer error message"})
             assert not getattr(r, "isError", False) and not getattr(r, "is_error", False), r
             print("finished", flush=True)

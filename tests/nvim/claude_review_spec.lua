@@ -199,7 +199,7 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   H.eq(agents[1].id, id, 'the selected agent is the session')
 
   -- Turn 1: A lands in the proposal while Claude waits on the model (the stub holds g1).
-  type_into(claude_pane, 'Tidy up src/settings.py')
+  tui:prompt(claude_pane, 'Tidy up src/settings.py')
   wait_slow(60000, function()
     local _, main = requests()
     return #main > 0 and results_in(main[#main]) == 2

@@ -106,13 +106,13 @@ H.test('three agents at once: all drawn while they work, the overlap marked, acc
   table.insert(known, pane_a)
   H.eq(tonumber((tui:tmux({ 'display-message', '-p', '-t', tui.nvim_pane, '#{pane_width}' }))) <= 40, true, 'a half-width Neovim')
   T.wait_slow(60000, function() return tui:pane(pane_a):find('? for shortcuts', 1, true) ~= nil end, function() return 'Claude A at its prompt:\n' .. tui:pane(pane_a) end)
-  tui:type_into(pane_a, 'CHECKFIX: make the error of check() clearer')
+  tui:prompt(pane_a, 'CHECKFIX: make the error of check() clearer')
   -- Claude B from a shell in another window.
   local bin = require('cairn.rpc').binary()
   tui:tmux({ 'new-window', '-t', 'cairn', '-c', root, bin, '--project-root', root, 'wrap', '--', tui.claude, '--allowedTools', 'Read', 'Edit' })
   local pane_b = tui:new_pane(known, 'the shell window of Claude B')
   T.wait_slow(60000, function() return tui:pane(pane_b):find('? for shortcuts', 1, true) ~= nil end, function() return 'Claude B at its prompt:\n' .. tui:pane(pane_b) end)
-  tui:type_into(pane_b, 'OTHERFIX: make other() return 2')
+  tui:prompt(pane_b, 'OTHERFIX: make other() return 2')
   -- The MCP agent: it edits, then works on until its gate opens.
   local mcp_out = {}
   local mcp = vim.system({ python, H.repo .. '/tests/mcp/edit_wait.py', bin, root, 'src/pkg.py', RAISE, RAISE_C, tui.gates .. '/m1' }, {

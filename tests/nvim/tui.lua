@@ -43,6 +43,21 @@ function T:type_into(id, text)
   self:tmux({ 'send-keys', '-t', id, 'Enter' })
 end
 
+--- Gives Claude Code in pane `id` a prompt: typed, then Enter once the text is on its screen,
+--- again until Claude is at work (a TUI can take a fast Enter as part of the typed text).
+function T:prompt(id, text)
+  self:tmux({ 'send-keys', '-t', id, '-l', text })
+  local start = (text:sub(1, 12):gsub('%s+', ''))
+  T.wait_slow(10000, function() return (self:pane(id):gsub('%s+', '')):find(start, 1, true) ~= nil end, 'the prompt on screen')
+  for _ = 1, 10 do
+    self:tmux({ 'send-keys', '-t', id, 'Enter' })
+    if vim.wait(3000, function() return self:pane(id):find('esc to interrupt', 1, true) ~= nil end, 100) then
+      return
+    end
+  end
+  error('Claude did not take the prompt:\n' .. self:pane(id), 2)
+end
+
 --- Waits on a condition that runs a command: polls every 100 ms.
 function T.wait_slow(ms, cond, what)
   if not vim.wait(ms, cond, 100) then

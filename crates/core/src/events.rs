@@ -31,8 +31,11 @@ pub enum EventKind {
     Requeued { message: String },
     /// One hunk of `path` was accepted into the project or dropped from the proposal.
     HunkDecided { path: String, accepted: bool },
-    /// What an accept had changed was put back.
-    Undone,
+    /// What an accept had changed was put back (`paths`: the files restored or removed).
+    Undone {
+        #[serde(default)]
+        paths: Vec<String>,
+    },
     /// A task was written: `did` is its provenance entry, `who` the actor.
     TaskChanged { task: String, who: String, did: String },
     /// A confined command ran for the agent (`run_command`, `cairn session exec`): how it
@@ -50,12 +53,6 @@ pub enum EventKind {
     FeedbackDelivered { via: String, count: usize },
     /// A running agent's proposal changed (`paths` of it): ghost text follows.
     Wrote { paths: Vec<String> },
-    /// Project files changed by the agent's accept, hunk accept or undo (`how`): open buffers
-    /// follow (reloaded, or merged into unsaved edits).
-    Landed { paths: Vec<String>, how: String },
-    /// Another agent's proposal landed (`onto`) on files this pending proposal changes too:
-    /// `clean` of them moved onto it, `conflicts` hunks now conflict with it.
-    Rebased { onto: String, clean: usize, conflicts: usize },
 }
 
 impl EventKind {
@@ -68,7 +65,7 @@ impl EventKind {
             EventKind::ToolCompleted { tool, duration_us, .. } => format!("{tool}() returned after {} µs", duration_us),
             EventKind::ToolFailed { tool, error, .. } => format!("{tool}() failed: {error}"),
             EventKind::HunkDecided { path, accepted } => format!("{} a hunk of {path}", if *accepted { "accepted" } else { "rejected" }),
-            EventKind::Undone => "undone".to_string(),
+            EventKind::Undone { .. } => "undone".to_string(),
             EventKind::TaskChanged { task, who, did } => format!("task {task}: {did} ({who})"),
             EventKind::CommandRan { command, exit, duration_ms, changed } => format!("ran `{command}`: {exit} after {duration_ms} ms, {changed} path(s) changed"),
             EventKind::Jj { change, what } => format!("jj change {} {what}", change.chars().take(8).collect::<String>()),
@@ -84,9 +81,6 @@ impl EventKind {
             EventKind::Revised { revision, why } => format!("revision {revision}: {why}"),
             EventKind::FeedbackDelivered { via, count } => format!("{count} piece(s) of feedback delivered ({via})"),
             EventKind::Wrote { paths } => format!("wrote {}", paths.join(", ")),
-            EventKind::Landed { paths, how } => format!("{how}: {} file(s) changed in the project", paths.len()),
-            EventKind::Rebased { onto, clean, conflicts: 0 } => format!("rebased onto {onto}'s accept: {clean} file(s) moved cleanly"),
-            EventKind::Rebased { onto, conflicts, .. } => format!("rebased onto {onto}'s accept: {conflicts} hunk(s) conflict with agent {onto} (:CairnResolve)"),
         }
     }
 
@@ -100,7 +94,7 @@ impl EventKind {
             EventKind::ToolFailed { .. } => "tool_failed",
             EventKind::Requeued { .. } => "requeued",
             EventKind::HunkDecided { .. } => "hunk_decided",
-            EventKind::Undone => "undone",
+            EventKind::Undone { .. } => "undone",
             EventKind::TaskChanged { .. } => "task_changed",
             EventKind::CommandRan { .. } => "command_ran",
             EventKind::Jj { .. } => "jj",
@@ -108,8 +102,6 @@ impl EventKind {
             EventKind::Revised { .. } => "revised",
             EventKind::FeedbackDelivered { .. } => "feedback_delivered",
             EventKind::Wrote { .. } => "wrote",
-            EventKind::Landed { .. } => "landed",
-            EventKind::Rebased { .. } => "rebased",
         }
     }
 
@@ -118,14 +110,14 @@ impl EventKind {
     pub fn is_activity(&self) -> bool {
         matches!(
             self,
-            EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. } | EventKind::Wrote { .. } | EventKind::Landed { .. }
+            EventKind::Log { .. } | EventKind::ToolRequested { .. } | EventKind::ToolCompleted { .. } | EventKind::ToolFailed { .. } | EventKind::Feedback { .. } | EventKind::FeedbackDelivered { .. } | EventKind::Wrote { .. }
         )
     }
 
     /// Does the event change what a proposal shows (the host then redraws the ghost text)?
     /// Everything but activity, and a live agent's writes.
     pub fn changes_proposal(&self) -> bool {
-        !self.is_activity() || matches!(self, EventKind::Wrote { .. } | EventKind::Landed { .. }) || matches!(self, EventKind::ToolCompleted { tool, .. } if WRITING_TOOLS.contains(&tool.as_str()))
+        !self.is_activity() || matches!(self, EventKind::Wrote { .. }) || matches!(self, EventKind::ToolCompleted { tool, .. } if WRITING_TOOLS.contains(&tool.as_str()))
     }
 }
 
@@ -160,7 +152,7 @@ mod tests {
             EventKind::ToolFailed { tool: String::new(), duration_us: 0, error: String::new() },
             EventKind::Requeued { message: String::new() },
             EventKind::HunkDecided { path: String::new(), accepted: true },
-            EventKind::Undone,
+            EventKind::Undone { paths: Vec::new() },
             EventKind::TaskChanged { task: String::new(), who: String::new(), did: String::new() },
             EventKind::CommandRan { command: String::new(), exit: String::new(), duration_ms: 0, changed: 0 },
             EventKind::Jj { change: String::new(), what: String::new() },
@@ -168,8 +160,6 @@ mod tests {
             EventKind::Revised { revision: 2, why: String::new() },
             EventKind::FeedbackDelivered { via: String::new(), count: 1 },
             EventKind::Wrote { paths: Vec::new() },
-            EventKind::Landed { paths: Vec::new(), how: String::new() },
-            EventKind::Rebased { onto: String::new(), clean: 0, conflicts: 0 },
         ];
         for k in all {
             assert_eq!(serde_json::to_value(&k).unwrap()["type"], k.type_name());

@@ -194,7 +194,6 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
             let accepted = with_jj(project, &id, review::accept(project, &mut bin, &id, force))?;
-            review::board::after_landing(project, &id, &[accepted.written.clone(), accepted.deleted.clone()].concat(), "accept");
             crate::tasks::after_accept(project, &bin, &project.actor, &id)?;
             Ok(Output::Accepted(accepted))
         }
@@ -209,9 +208,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::Hunks { .. } | Command::Board | Command::ThreeWay { .. } | Command::Resolve { .. } => many(project, cmd),
         Command::Undo { id } => {
             let id = resolve(project, &id)?;
-            let undone = with_jj(project, &id, review::undo(project, &id))?;
-            review::board::after_landing(project, &id, &[undone.restored.clone(), undone.removed.clone()].concat(), "undo");
-            Ok(Output::Undone(undone))
+            Ok(Output::Undone(with_jj(project, &id, review::undo(project, &id))?))
         }
         Command::Preview { id } => {
             let id = resolve(project, &id)?;
@@ -222,9 +219,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;
             let path = crate::paths::normalize(&path, &project.root)?;
-            let report = with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?;
-            review::board::after_landing(project, &id, std::slice::from_ref(&report.path), "hunk accept");
-            Ok(Output::Hunk(report))
+            Ok(Output::Hunk(with_jj(project, &id, review::accept_hunk(project, &id, &path, &hunk, force))?))
         }
         Command::RejectHunk { id, path, hunk, reason } => {
             let id = resolve(project, &id)?;

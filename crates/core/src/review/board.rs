@@ -12,13 +12,12 @@
 //!   statusline component).
 //!
 //! Rebasing needs no copy: every proposal's hunks are its change merged three-way onto the
-//! project as it is ([`super::diff`]). After an accept, [`after_landing`] reports what that
-//! did to each other pending proposal.
+//! project as it is ([`super::diff`]). After an accept, [`rebased_by`] says what that did to
+//! each other pending proposal.
 
 use super::hunk_review::{file_hunks, FileHunks};
 use super::hunks::Hunk;
 use crate::error::Result;
-use crate::events::EventKind;
 use crate::lifecycle::State;
 use crate::project::Project;
 use serde::Serialize;
@@ -197,27 +196,23 @@ impl Board {
     }
 }
 
-/// After agent `id`'s accept, hunk accept or undo changed `paths` of the project: a `landed`
-/// event (open buffers follow), and for each other pending proposal changing one of those
-/// paths a `rebased` event saying what moved cleanly and what conflicts now. Best effort: the
-/// landing happened whatever this reports.
-pub fn after_landing(project: &Project, id: &str, paths: &[String], how: &str) {
-    if let Err(e) = report_landing(project, id, paths, how) {
-        tracing::warn!("after the {how} of {id}: {e}");
-    }
+/// What another agent's landing did to one pending proposal.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rebased {
+    pub id: String,
+    /// Files of it the landing touched that moved onto it cleanly.
+    pub clean: usize,
+    /// Its hunks that now conflict with the agent that landed.
+    pub conflicts: usize,
 }
 
-fn report_landing(project: &Project, id: &str, paths: &[String], how: &str) -> Result<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let bin = project.bin()?;
-    let state = bin.get(id)?.state;
-    bin.append(id, state, &EventKind::Landed { paths: paths.to_vec(), how: how.to_string() })?;
-    if how == "undo" {
-        return Ok(());
-    }
-    for other in bin.list(false)?.into_iter().filter(|r| r.id != id && (r.state.is_reviewable() || r.state.is_running())) {
+/// After agent `landed` changed `paths` of the project (an accept, a hunk accept): for each
+/// other pending proposal changing one of them, what moved cleanly and what conflicts now
+/// with `landed`. Read-only: every proposal's hunks are rebased onto the project as it is
+/// whenever they are computed; this says what that did.
+pub fn rebased_by(project: &Project, landed: &str, paths: &[String]) -> Result<Vec<Rebased>> {
+    let mut out = Vec::new();
+    for other in project.bin()?.list(false)?.into_iter().filter(|r| r.id != landed && (r.state.is_reviewable() || r.state.is_running())) {
         let Some(overlay) = project.existing_overlay(&other.id)? else { continue };
         if !paths.iter().any(|p| overlay.get(p).is_ok_and(|e| e.is_some())) {
             continue;
@@ -225,9 +220,21 @@ fn report_landing(project: &Project, id: &str, paths: &[String], how: &str) -> R
         drop(overlay);
         let files = file_hunks(project, &other.id)?;
         let touched: Vec<&FileHunks> = files.iter().filter(|f| paths.contains(&f.path)).collect();
-        let conflicts = touched.iter().filter(|f| f.conflict_with.contains(&id.to_string())).map(|f| if f.file_conflict.is_some() { f.hunks.len().max(1) } else { f.hunks.iter().filter(|h| f.in_conflict(h)).count() }).sum();
-        let clean = touched.iter().filter(|f| !f.conflict_with.contains(&id.to_string())).count();
-        bin.append(&other.id, other.state, &EventKind::Rebased { onto: id.to_string(), clean, conflicts })?;
+        let with_it = |f: &&&FileHunks| f.conflict_with.iter().any(|w| w == landed);
+        let conflicts = touched.iter().filter(with_it).map(|f| if f.file_conflict.is_some() { f.hunks.len().max(1) } else { f.hunks.iter().filter(|h| f.in_conflict(h)).count() }).sum();
+        let clean = touched.len() - touched.iter().filter(with_it).count();
+        out.push(Rebased { id: other.id, clean, conflicts });
     }
-    Ok(())
+    Ok(out)
+}
+
+impl Rebased {
+    /// One line for people: `rebased 3f2a: 1 file moved cleanly` or `... 2 hunk(s) conflict
+    /// with agent 9c1d`.
+    pub fn describe(&self, landed: &str) -> String {
+        match self.conflicts {
+            0 => format!("rebased {} onto {landed}: {} file(s) moved cleanly", self.id, self.clean),
+            n => format!("rebased {} onto {landed}: {n} hunk(s) conflict with agent {landed} (:CairnResolve, cairn resolve)", self.id),
+        }
+    }
 }

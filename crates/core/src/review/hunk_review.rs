@@ -100,6 +100,8 @@ pub struct HunkReport {
     pub remaining_all: usize,
     /// The agent's state afterwards (accepted or rejected once nothing is left).
     pub state: State,
+    /// The hunk landed in the project (an accept), rather than being dropped (a reject).
+    pub landed: bool,
     /// This call finished a hunk accept a crash had interrupted (that hunk, not the one asked
     /// for now: ask again).
     pub finished_interrupted: bool,
@@ -226,7 +228,7 @@ fn landed(project: &Project, id: &str, overlay: Overlay, p: &Pending, updated: &
     let remaining_all = left_in_all(project, id, State::Reviewing)?;
     overlay.kv_delete(PENDING)?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, remaining_all, state, finished_interrupted: false })
+    Ok(HunkReport { id: id.to_string(), path: p.path.clone(), remaining, remaining_all, state, landed: true, finished_interrupted: false })
 }
 
 /// Finishes a hunk accept a crash interrupted (the very hunk chosen then, whatever is asked
@@ -269,7 +271,7 @@ pub fn reject_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, reason:
     let remaining = hunks_between(old, &kept).len();
     project.bin()?.decide_hunk(id, path, false, Some(&serde_json::to_string(hunk)?))?;
     let state = settle(project, id, overlay)?;
-    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, remaining_all: left_in_all(project, id, state)?, state, finished_interrupted: false })
+    Ok(HunkReport { id: id.to_string(), path: path.to_string(), remaining, remaining_all: left_in_all(project, id, state)?, state, landed: false, finished_interrupted: false })
 }
 
 /// Earlier decisions carry over: a hunk the user rejected in an earlier revision, proposed

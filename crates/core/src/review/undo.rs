@@ -79,7 +79,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
             }
         }
     }
-    bin.mark_undone(id)?;
+    bin.mark_undone(id, touched)?;
     Ok(report)
 }
 

@@ -290,13 +290,14 @@ impl Bin {
 
     /// An undone agent: `undone`, its accept's journal and accepted hunks cleared (their
     /// changes are out of the project again), so accepting it again starts afresh.
-    pub fn mark_undone(&mut self, id: &str) -> Result<()> {
+    /// `paths`: the files the undo restored or removed (open buffers follow them).
+    pub fn mark_undone(&mut self, id: &str, paths: Vec<String>) -> Result<()> {
         let tx = self.write_tx()?;
         tx.execute("DELETE FROM journal WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1 AND accepted", [id])?;
         // The move to `undone` is reported by its one `undone` event.
         tx.execute("UPDATE agents SET undone = 1, state = ?2, state_changed_ms = ?3 WHERE id = ?1", params![id, State::Undone.as_str(), crate::time::now_ms()])?;
-        insert_event(&tx, id, State::Undone, &EventKind::Undone)?;
+        insert_event(&tx, id, State::Undone, &EventKind::Undone { paths })?;
         tx.commit()?;
         self.forget_old(id);
         Ok(())
