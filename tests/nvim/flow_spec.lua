@@ -139,6 +139,20 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
     local v = H.virt_text(buf)
     return vim.tbl_contains(v, 'second version') and vim.tbl_contains(v, 'first version')
   end, 'both agents drawn')
+  -- The status snapshot: both agents, waiting, overlapping each other; `User CairnStatus`.
+  H.wait(3000, function()
+    local st = require('cairn').status()
+    return #st.agents == 2 and #st.agents[1].overlaps == 1 and st.agents[1].waits == true
+  end, 'the status snapshot: ' .. vim.inspect(require('cairn').status()))
+  H.ok(require('cairn').statusline():find(first:sub(1, 4) .. ' waits ⚠B', 1, true), require('cairn').statusline())
+  H.ok(vim.tbl_contains(H.virt_text(buf), 'overlaps agent ' .. first .. ' (both change these lines)'), vim.inspect(H.virt_text(buf)))
+  local fired = 0
+  vim.api.nvim_create_autocmd('User', { pattern = 'CairnStatus', callback = function(ev) fired = #ev.data.agents end })
+  -- An unsaved edit the proposals touch is marked too.
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { 'a = 1 # unsaved' })
+  vim.api.nvim_exec_autocmds('TextChanged', { buffer = buf })
+  H.ok(vim.tbl_contains(H.virt_text(buf), 'overlaps your unsaved edit'), vim.inspect(H.virt_text(buf)))
+  vim.cmd('silent edit!')
   vim.cmd('CairnSelect ' .. first:sub(1, 4))
   H.wait(3000, function() return focused() == first end, 'the selected agent focused')
   H.ok(vim.tbl_contains(H.virt_text(buf), 'second version'), 'the other one still drawn')
@@ -164,6 +178,7 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
   local st = H.run(5000, function(d) require('cairn').status(first, d) end, 'status')
   H.eq(st.state, 'reviewing', 'status')
   H.run(5000, function(d) require('cairn').reject(first, d) end, 'rejected first')
+  H.wait(3000, function() return fired == 1 end, 'User CairnStatus with the one agent left')
   H.run(5000, function(d) require('cairn').reject(second, d) end, 'rejected second')
   H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
 end)
@@ -236,6 +251,11 @@ H.test('undo restores the exact content and reloads the buffer', function()
   local before = 'a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 600\ng = 7\n'
   H.eq(H.read(root .. '/src/app.py'), before, 'disk restored byte for byte')
   H.wait(3000, function() return vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'c = 3' end, 'buffer reloaded')
+  H.eq(vim.bo[buf].modified, false, 'buffer not modified')
+  -- Accepted again from a shell: the unmodified buffer follows.
+  vim.fn.system({ require('cairn.rpc').binary(), '--project-root', root, 'accept', accepted })
+  H.eq(vim.v.shell_error, 0, 'cairn accept from a shell')
+  H.wait(5000, function() return vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'd = 4' end, 'buffer reloaded after a shell accept')
   H.eq(vim.bo[buf].modified, false, 'buffer not modified')
 end)
 
