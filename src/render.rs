@@ -90,13 +90,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
         Output::Diff(d) => {
             let _ = write!(std::io::stdout().lock(), "{}", d.text);
         }
-        Output::Accepted(r) => {
-            outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
-            rebased(project, &r.id, &[r.written.clone(), r.deleted.clone()].concat());
-            if !r.forced.is_empty() {
-                errln!("cairn: warning: --force overwrote changes to {}", esc(&r.forced.join(", ")));
-            }
-        }
+        Output::Accepted(r) => accepted(project, r),
         Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
         Output::Preview(m) => outln!("{}", m.path.display()),
         Output::Check(c) => return check(c, false),
@@ -223,6 +217,14 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
         _ => outln!("jj        off: {}", esc(&o.jj.why)),
     }
     Ok(0)
+}
+
+fn accepted(project: &Project, r: &cairn_core::review::AcceptReport) {
+    outln!("accepted {}: {} written, {} deleted{}", r.id, r.written.len(), r.deleted.len(), if r.resumed { " (finished an interrupted accept)" } else { "" });
+    rebased(project, &r.id, &[r.written.clone(), r.deleted.clone()].concat());
+    if !r.forced.is_empty() {
+        errln!("cairn: warning: --force overwrote changes to {}", esc(&r.forced.join(", ")));
+    }
 }
 
 /// After a landing: what it did to the other pending proposals (read-only, at the edge).

@@ -42,6 +42,37 @@ function M.remember(buf)
   end
 end
 
+--- Rows of the file on disk (0-based) as rows of `buf` (a function), and the buffer's unsaved
+--- edits as disk rows `{start, end, buffer start, buffer count}`: from the text the buffer was
+--- read from, so ghost text lands on the right lines of a modified buffer.
+function M.unsaved(buf)
+  local base = vim.bo[buf].modified and M.disk[buf]
+  if not base then
+    return function(r) return r end, {}
+  end
+  local text = M.text_of(buf)
+  local ok, diff = pcall(vim.diff, base, text, { result_type = 'indices' })
+  if not ok or type(diff) ~= 'table' then
+    return function(r) return r end, {}
+  end
+  local edits = {}
+  for _, d in ipairs(diff) do
+    -- {start_a, count_a, start_b, count_b}, 1-based; count 0: after line start.
+    local s0 = d[2] == 0 and d[1] or d[1] - 1
+    table.insert(edits, { s0, s0 + d[2], d[3] - (d[4] == 0 and 0 or 1), d[4] })
+  end
+  local function map(r)
+    local shift = 0
+    for _, e in ipairs(edits) do
+      if r >= e[2] and not (e[2] == e[1] and r < e[1]) then
+        shift = (e[3] + e[4]) - e[2]
+      end
+    end
+    return r + shift
+  end
+  return map, edits
+end
+
 local function buffer_of(abs)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) ~= '' and vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':p') == abs then

@@ -97,37 +97,6 @@ function M.clear(buf)
   M.hunk_marks[buf] = nil
 end
 
---- Rows of the file on disk (0-based) as rows of `buf`, and the disk rows the buffer's unsaved
---- edits touch: from the text the buffer was read from (`cairn.buffers`), so hunks land on the
---- right lines of a modified buffer.
-local function unsaved_map(buf)
-  local base = vim.bo[buf].modified and require('cairn.buffers').disk[buf]
-  if not base then
-    return function(r) return r end, {}
-  end
-  local text = require('cairn.buffers').text_of(buf)
-  local ok, diff = pcall(vim.diff, base, text, { result_type = 'indices' })
-  if not ok or type(diff) ~= 'table' then
-    return function(r) return r end, {}
-  end
-  local edits = {}
-  for _, d in ipairs(diff) do
-    -- {start_a, count_a, start_b, count_b}, 1-based; count 0: after line start.
-    local s0 = d[2] == 0 and d[1] or d[1] - 1
-    table.insert(edits, { s0, s0 + d[2], d[3] - (d[4] == 0 and 0 or 1), d[4] })
-  end
-  local function map(r)
-    local shift = 0
-    for _, e in ipairs(edits) do
-      if r >= e[2] and not (e[2] == e[1] and r < e[1]) then
-        shift = (e[3] + e[4]) - e[2]
-      end
-    end
-    return r + shift
-  end
-  return map, edits
-end
-
 --- Does hunk `h` touch one of the buffer's unsaved edits `edits`?
 local function touches_unsaved(h, edits)
   local s1, e1 = h.old_start, h.old_start + #(h.removed or {})
@@ -230,7 +199,7 @@ function M.render_all(buf, entries, multi)
   if not require('cairn.config').values.ghost_text then
     return
   end
-  local map, unsaved = unsaved_map(buf)
+  local map, unsaved = require('cairn.buffers').unsaved(buf)
   local marks = {}
   for _, e in ipairs(entries) do
     draw(buf, e.file, e.agent, multi, map, unsaved, marks)
