@@ -102,7 +102,8 @@ local function describe(s)
     state = state .. ' r' .. s.revision
   end
   local over = (type(s.overlaps) == 'table' and #s.overlaps > 0) and ('  [overlaps ' .. table.concat(s.overlaps, ', ') .. ']') or ''
-  return string.format('%s  %-10s %s%s%s%s', s.id, state, summary ~= '' and summary or s.task, err, jj, over)
+  -- The summary and task are the agent's words: shown, never obeyed.
+  return notify.escape(string.format('%s  %-10s %s%s%s%s', s.id, state, summary ~= '' and summary or s.task, err, jj, over))
 end
 
 --- `:CairnListTasks`: every agent with its state; choosing one selects it.
