@@ -51,7 +51,7 @@ local builtin = vim.notify
 --- Cuts `text` to the command line's width so it never stops Neovim at a hit-enter prompt.
 function M.fit(text)
   text = text:gsub('\n', ' ')
-  local width = math.max(20, vim.v.echospace - 1)
+  local width = math.max(1, vim.v.echospace - 1)
   if vim.fn.strdisplaywidth(text) > width then
     local cut = text
     while vim.fn.strdisplaywidth(cut) > width - 1 do

@@ -218,6 +218,17 @@ H.test(':help cairn', function()
   vim.cmd('close')
 end)
 
+H.test('a message always fits the command line, however narrow the window', function()
+  local columns = vim.o.columns
+  for _, width in ipairs({ 80, 40, 21, 12 }) do
+    vim.o.columns = width
+    local text = require('cairn.notify').fit('cairn: agent 3f2a9c reviewing: rename the retry helper and its callers ✓\nsecond line')
+    H.ok(vim.fn.strdisplaywidth(text) < math.max(2, vim.v.echospace), width .. ' columns: ' .. text)
+    H.ok(not text:find('\n'), 'one line')
+  end
+  vim.o.columns = columns
+end)
+
 H.test('garbage and unknown methods get an error reply; the host keeps serving', function()
   local chan = require('cairn.rpc').chan
   local cases = {

@@ -5,9 +5,9 @@
 -- them change the same `raise` line:
 -- - all three proposals are drawn while the agents work, the overlap marked before anything
 --   lands; the statusline component and `cairn status --format tmux` show each one's state;
--- - accepting one rebases the others: the clean one moves, the overlapping one conflicts
---   with that agent (not "your edit"); :CairnAcceptHunk on it opens the three-way view, where
---   it is edited and accepted;
+-- - a hunk command acts on the hunk under the cursor whichever agent's it is; accepting one
+--   rebases the others: the overlapping one conflicts with that agent (not "your edit");
+--   :CairnAcceptHunk on it opens the three-way view, where it is edited and accepted;
 -- - Neovim never stops at a hit-enter prompt.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
 local T = dofile(H.repo .. '/tests/nvim/tui.lua')
@@ -56,7 +56,8 @@ local function view()
   return tui:remote([[
     local g = require('cairn.ghost')
     local buf = vim.fn.bufnr(...)
-    local out = { hunks = {}, virt = {}, statusline = require('cairn').statusline(), lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false) }
+    local p = g.payload
+    local out = { hunks = {}, virt = {}, statusline = require('cairn').statusline(), lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false), focused = p and p.agent and p.agent.id }
     for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, g.ns, 0, -1, { details = true })) do
       for _, vl in ipairs(m[4].virt_lines or {}) do
         local text = ''
@@ -158,16 +159,23 @@ H.test('three agents at once: all drawn while they work, the overlap marked, acc
   line = tui:cli('status', '--format', 'tmux')
   H.ok(line:find(a:sub(1, 4) .. ' waits', 1, true) and line:find(c:sub(1, 4) .. ' waits', 1, true), line)
 
-  -- Accepting A rebases the others: B moves, C conflicts with A.
+  -- A hunk command acts on the hunk under the cursor, whichever agent's: B's, A focused.
+  H.eq(view().focused, a, 'A focused (:CairnWrap selected it)')
+  tui:type_into(tui.nvim_pane, ':' .. (hunk_of(view(), '    return 2').old_start + 1))
+  tui:type_into(tui.nvim_pane, ':CairnAcceptHunk')
+  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE, '    return 2') end, function() return "B's hunk landed: " .. tostring(H.read(path)) end)
+  T.wait_slow(10000, function() return state(b) == 'accepted' end, 'B accepted (its only hunk)')
+  H.eq(state(a), 'reviewing', 'A untouched')
+
+  -- Accepting A rebases the others: C conflicts with A.
   tui:type_into(tui.nvim_pane, ':CairnAccept ' .. a)
-  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE_A, '    return 1') end, function() return 'A landed: ' .. tostring(H.read(path)) end)
+  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE_A, '    return 2') end, function() return 'A landed: ' .. tostring(H.read(path)) end)
   T.wait_slow(20000, function()
     v = view()
     local hc = hunk_of(v, RAISE_C)
     return v.lines[3] == RAISE_A and hc and hc.conflict and has_virt(v, 'conflicts with agent ' .. a)
   end, function() return "C's hunk conflicts with A, the buffer reloaded: " .. vim.inspect(view()) end)
   H.ok(not has_virt(v, 'your edit'), 'not "your edit": ' .. vim.inspect(v.virt))
-  H.ok(hunk_of(v, '    return 2') and not hunk_of(v, '    return 2').conflict, 'B moved cleanly')
   H.ok(tui:cli('hunks', c):find('CONFLICT with ' .. a, 1, true), tui:cli('hunks', c))
 
   -- :CairnAcceptHunk on C's conflicted hunk opens the three-way view; edited, then accepted.
@@ -186,12 +194,11 @@ H.test('three agents at once: all drawn while they work, the overlap marked, acc
   H.eq(three, { RAISE, RAISE_A, RAISE_C }, 'base | landed | proposed')
   tui:remote('vim.api.nvim_buf_set_lines(0, 2, 3, false, { ... })', RAISE_BOTH)
   tui:type_into(tui.nvim_pane, ':CairnAccept')
-  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE_BOTH, '    return 1') end, function() return 'the resolution landed: ' .. tostring(H.read(path)) end)
+  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE_BOTH, '    return 2') end, function() return 'the resolution landed: ' .. tostring(H.read(path)) end)
   T.wait_slow(10000, function() return state(c) == 'accepted' end, 'C accepted')
   tui:type_into(tui.nvim_pane, ':tabclose')
-  tui:type_into(tui.nvim_pane, ':CairnAccept ' .. b)
-  T.wait_slow(20000, function() return H.read(path) == pkg(RAISE_BOTH, '    return 2') end, function() return 'B landed: ' .. tostring(H.read(path)) end)
   T.wait_slow(10000, function() return #view().hunks == 0 end, 'nothing left drawn')
+  H.eq(view().lines[3], RAISE_BOTH, 'the buffer followed every landing')
   H.eq(tui.hit_enter, 0, 'times the inner Neovim stopped at "Press ENTER"')
 end)
 
