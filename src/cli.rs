@@ -362,7 +362,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     let out = command::execute(&project, cmd)?;
     if json {
         match &out {
-            Output::Agents { agents } => crate::render::print_json(agents)?,
+            Output::Agents { agents, .. } => crate::render::print_json(agents)?,
             Output::Agent(s) | Output::Status(s) => crate::render::print_json(s)?,
             other => crate::render::print_json(other)?,
         }

@@ -72,21 +72,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
         Output::Agent(s) if s.state == State::Rejected => outln!("rejected {}", s.id),
         Output::Agent(s) => outln!("{}", s.id),
         Output::Status(s) => status(s),
-        Output::Agents { agents } => {
-            if agents.is_empty() {
-                outln!("no agents");
-            }
-            for s in agents {
-                let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
-                let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
-                let mut state = if s.accept_pending { format!("{} (accept pending)", s.state) } else { s.state.to_string() };
-                if s.revision > 1 {
-                    state.push_str(&format!(" r{}", s.revision));
-                }
-                let overlaps = if s.overlaps.is_empty() { String::new() } else { format!("  [overlaps {}]", s.overlaps.join(", ")) };
-                outln!("{:<8} {:<10} {:<7} {:>4}  {}{}{overlaps}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
-            }
-        }
+        Output::Agents { agents, order } => agents_list(agents, order),
         Output::Diff(d) => {
             let _ = write!(std::io::stdout().lock(), "{}", d.text);
         }
@@ -217,6 +203,27 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
         _ => outln!("jj        off: {}", esc(&o.jj.why)),
     }
     Ok(0)
+}
+
+/// `cairn list-agents`: one line per agent (with the agents it overlaps), then the suggested
+/// landing order when several proposals are pending.
+fn agents_list(agents: &[Status], order: &[String]) {
+    if agents.is_empty() {
+        outln!("no agents");
+    }
+    for s in agents {
+        let extra = if s.state == State::Errored { s.error_kind.map(|k| k.to_string()).unwrap_or_default() } else { summary(s) };
+        let task: String = esc(s.task.lines().next().unwrap_or("")).chars().take(50).collect();
+        let mut state = if s.accept_pending { format!("{} (accept pending)", s.state) } else { s.state.to_string() };
+        if s.revision > 1 {
+            state.push_str(&format!(" r{}", s.revision));
+        }
+        let overlaps = if s.overlaps.is_empty() { String::new() } else { format!("  [overlaps {}]", s.overlaps.join(", ")) };
+        outln!("{:<8} {:<10} {:<7} {:>4}  {}{}{overlaps}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
+    }
+    if order.len() > 1 {
+        outln!("land in this order (fewest conflicts): {}", order.join(", "));
+    }
 }
 
 fn accepted(project: &Project, r: &cairn_core::review::AcceptReport) {

@@ -41,6 +41,7 @@ fn overlapping_proposals_are_listed_everywhere_before_anything_lands() {
     let line_of = |id: &str| listed.lines().find(|l| l.starts_with(id)).unwrap().to_string();
     assert!(line_of(&a).contains(&format!("[overlaps {b}]")), "{listed}");
     assert!(!line_of(&c).contains("overlaps"), "{listed}");
+    assert!(listed.contains("land in this order (fewest conflicts): "), "{listed}");
     let overview = f.cairn(&["status"]).ok().stdout;
     assert!(overview.contains(&format!("overlap   a.txt:5-5  {a} and {b}")), "{overview}");
     assert!(overview.contains("land in this order"), "{overview}");

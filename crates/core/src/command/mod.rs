@@ -30,7 +30,7 @@ fn list_agents(project: &Project, all: bool) -> Result<Output> {
         s
     };
     let agents = recs.iter().map(|r| status_of(project, r, false).map(with_overlaps)).collect::<Result<_>>()?;
-    Ok(Output::Agents { agents })
+    Ok(Output::Agents { agents, order: board.order })
 }
 
 /// Every operation a user can ask for.
@@ -100,7 +100,8 @@ pub enum Output {
     Agent(Status),
     /// `status`: the full status.
     Status(Status),
-    Agents { agents: Vec<Status> },
+    /// `order`: the suggested landing order of the pending proposals ([`review::board`]).
+    Agents { agents: Vec<Status>, order: Vec<String> },
     Diff(DiffReport),
     Accepted(AcceptReport),
     Undone(UndoReport),
