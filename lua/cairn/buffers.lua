@@ -96,6 +96,10 @@ local function reload(buf)
   M.remember(buf)
 end
 
+--- Buffers with a merge under way (a landing reported twice, by the action's reply and by
+--- the host's event, merges once; one that comes meanwhile merges after it).
+local merging = {}
+
 --- Merges what landed in `abs` into modified buffer `buf` (`tries`: typing meanwhile starts
 --- it again, a few times).
 local function merge(buf, abs, tries)
@@ -106,16 +110,43 @@ local function merge(buf, abs, tries)
     notify.warn(rel .. ' has unsaved edits and changed on disk: :e! loads it (your edits are lost), :w keeps only yours')
     return
   end
+  if merging[buf] then
+    merging[buf] = 'again'
+    return
+  end
+  merging[buf] = true
   local tick = vim.api.nvim_buf_get_changedtick(buf)
-  require('cairn.rpc').call('merge_buffer', { path = abs, base = base, text = M.text_of(buf) }, function(r)
+  local function done()
+    local again = merging[buf] == 'again'
+    merging[buf] = nil
+    if again and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified then
+      merge(buf, abs, tries)
+    end
+  end
+  require('cairn.rpc').call_async('merge_buffer', { path = abs, base = base, text = M.text_of(buf) }, function(r, err)
+    if err then
+      merging[buf] = nil
+      return notify.host_error(err)
+    end
     if not vim.api.nvim_buf_is_loaded(buf) then
+      merging[buf] = nil
       return
     end
     if vim.api.nvim_buf_get_changedtick(buf) ~= tick then
+      merging[buf] = nil
       if tries < 3 then
         merge(buf, abs, tries + 1)
       end
       return
+    end
+    -- The file is what the buffer was read from: nothing landed here (already merged).
+    local f = io.open(abs, 'rb')
+    local now = f and f:read('*a')
+    if f then
+      f:close()
+    end
+    if now == base then
+      return done()
     end
     -- Based on the file as it is now (no prompt at :w), holding the merge on top.
     reload(buf)
@@ -126,6 +157,7 @@ local function merge(buf, abs, tries)
       notify.notify(rel .. ': what landed is merged into your unsaved edits (u undoes the merge)')
     end
     require('cairn.ghost').attach(buf)
+    done()
   end)
 end
 
