@@ -29,12 +29,13 @@ fn check(f: &Fixture, cases: &[(&str, Value)]) {
 #[test]
 fn read_file_semantics() {
     let f = fixture();
-    // An absolute path inside the project means that file; outside it, it is refused.
+    // The project's absolute path means that file; a leading `/` is the project root (the
+    // seed's scripts); a path climbing out is refused, saying how paths are read.
     let inside = format!("await read_file('{}/src/main.py')", f.root.display());
-    check(&f, &[(inside.as_str(), json!("def foo():\n    return 1\n"))]);
-    let s = f.run_inline(&format!("{ERR}err(read_file, '/src/main.py')"));
+    check(&f, &[(inside.as_str(), json!("def foo():\n    return 1\n")), ("await read_file('/src/main.py')", json!("def foo():\n    return 1\n"))]);
+    let s = f.run_inline(&format!("{ERR}err(read_file, '/../src/main.py')"));
     let got = s.result.as_ref().and_then(|r| r.as_str()).unwrap_or_default().to_string();
-    assert!(got.starts_with("ValueError: Invalid path: /src/main.py (an absolute path outside the project"), "{got}");
+    assert!(got.starts_with("ValueError: Invalid path: /../src/main.py (paths are relative to the project root)"), "{got}");
     check(
         &f,
         &[
@@ -43,10 +44,10 @@ fn read_file_semantics() {
             ("err(read_file, 'nope.txt')", json!("FileNotFoundError: no such file: nope.txt")),
             ("err(read_file, 'data.bin')", json!("ValueError: binary file: data.bin")),
             ("err(read_file, 'src')", json!("IsADirectoryError: is a directory: src")),
-            ("err(read_file, '../outside.txt')", json!("ValueError: Invalid path: ../outside.txt")),
-            ("err(read_file, 'src/../../x')", json!("ValueError: Invalid path: src/../../x")),
-            ("err(read_file, 'a\\x00b')", json!("ValueError: Invalid path: a\0b")),
-            ("err(read_file, 'C:/windows')", json!("ValueError: Invalid path: C:/windows")),
+            ("err(read_file, '../outside.txt')", json!("ValueError: Invalid path: ../outside.txt (paths are relative to the project root)")),
+            ("err(read_file, 'src/../../x')", json!("ValueError: Invalid path: src/../../x (paths are relative to the project root)")),
+            ("err(read_file, 'a\\x00b')", json!("ValueError: Invalid path: a\0b (paths are relative to the project root)")),
+            ("err(read_file, 'C:/windows')", json!("ValueError: Invalid path: C:/windows (paths are relative to the project root)")),
             ("err(read_file, 3)", json!("TypeError: path must be str, not int")),
         ],
     );
@@ -61,7 +62,7 @@ fn write_and_delete_semantics() {
             ("write_file('deep/new/dir/f.txt', 'x')\n[read_file('deep/new/dir/f.txt'), list_dir('deep'), file_exists('deep/new')]", json!(["x", ["new/"], true])),
             ("err(write_file, 'big.txt', 'x' * (10 * 1024 * 1024 + 1))", json!("ValueError: content is 10485761 bytes; write_file takes at most 10485760")),
             ("err(write_file, 'x.txt', 5)", json!("TypeError: content must be str, not int")),
-            ("err(write_file, '../x.txt', 'a')", json!("ValueError: Invalid path: ../x.txt")),
+            ("err(write_file, '../x.txt', 'a')", json!("ValueError: Invalid path: ../x.txt (paths are relative to the project root)")),
             ("err(write_file, 'src', 'a')", json!("IsADirectoryError: is a directory: src")),
             ("err(write_file, 'src/main.py/x', 'a')", json!("NotADirectoryError: not a directory: src/main.py")),
             ("err(write_file, '.agentfs/stable.db', 'a')", json!("PermissionError: \".agentfs/stable.db\" is protected: repository and cairn machinery (.git, .jj, .agentfs, .grail) is off limits to agents")),

@@ -28,25 +28,23 @@ fn shorten(raw: &str) -> String {
 
 /// Normalizes an agent-supplied path to a project-relative path with `/` separators.
 ///
-/// A leading `/` means the project root. `.` components vanish; `..` may not climb above the
-/// root. NUL bytes, backslashes, drive letters, `~` and the project's own absolute path are
-/// refused. The empty result (`""`) is the project root itself.
+/// Paths are relative to the project root, and a leading `/` means the project root too
+/// (`/src/main.py` is `src/main.py`, as the seed's scripts write it), except that the
+/// project's own absolute path names the file inside it (`/home/me/proj/src/main.py`, as
+/// editors and MCP clients send it). `.` components vanish; `..` may not climb above the
+/// root. NUL bytes, backslashes, drive letters and `~` are refused, with an error saying paths
+/// are relative to the project root. The empty result (`""`) is the project root itself.
 pub fn normalize(raw: &str, root: &Path) -> Result<String> {
-    let invalid = || Error::InvalidPath(shorten(raw));
+    let invalid = || Error::InvalidPath(format!("{} (paths are relative to the project root)", shorten(raw)));
     if raw.len() > MAX_PATH_BYTES || raw.contains('\0') || raw.contains('\\') || raw.starts_with('~') {
         return Err(invalid());
     }
     if raw.len() >= 2 && raw.as_bytes()[1] == b':' && raw.as_bytes()[0].is_ascii_alphabetic() {
         return Err(invalid());
     }
-    // An absolute path names a host file: inside the project, that file; anywhere else, it is
-    // refused, never quietly taken as relative (`/tmp/x` is not `tmp/x`).
-    let raw = match raw.strip_prefix('/') {
-        None => raw,
-        Some(_) => match root.to_str().and_then(|r| if raw == r { Some("") } else { raw.strip_prefix(r).and_then(|rest| rest.strip_prefix('/')) }) {
-            Some(inside) => inside,
-            None => return Err(Error::InvalidPath(format!("{} (an absolute path outside the project {}; paths are relative to the project root)", shorten(raw), root.display()))),
-        },
+    let raw = match root.to_str().and_then(|r| if raw == r { Some("") } else { raw.strip_prefix(r).and_then(|rest| rest.strip_prefix('/')) }) {
+        Some(inside) => inside,
+        None => raw.trim_start_matches('/'),
     };
     let mut parts: Vec<&str> = Vec::new();
     for comp in raw.split('/') {
@@ -237,12 +235,18 @@ mod tests {
             ("a/../b", "b"),
             (".", ""),
             ("a//b/", "a/b"),
+            // A leading `/` is the project root, as the seed's scripts write paths.
+            ("/src/main.py", "src/main.py"),
+            ("/tmp/abs.txt", "tmp/abs.txt"),
+            ("/", ""),
+            ("/work/project/x", "work/project/x"),
         ];
         for (input, want) in ok {
             assert_eq!(normalize(input, root).unwrap(), want, "{input}");
         }
-        for bad in ["..", "../x", "a/../../x", "x\0y", "/tmp/abs.txt", "/", "/work/project/x", "/work/proj/../x", "C:/x", "a\\b", "~/x"] {
-            assert!(normalize(bad, root).is_err(), "{bad:?} should be refused");
+        for bad in ["..", "../x", "a/../../x", "x\0y", "/../x", "/work/proj/../x", "C:/x", "a\\b", "~/x"] {
+            let e = normalize(bad, root).unwrap_err().to_string();
+            assert!(e.contains("paths are relative to the project root"), "{bad:?} should be refused, saying how paths are read: {e}");
         }
         assert!(normalize(&"a/".repeat(600_000), root).is_err(), "600,000 components");
         assert!(normalize(&"x".repeat(256), root).is_err(), "a 256-byte name");

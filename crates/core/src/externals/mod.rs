@@ -348,9 +348,10 @@ impl<'a> Host<'a> {
         let summary = str_arg(args, kwargs, 0, "summary", None)?;
         let changed = match arg(args, kwargs, 1, "changed_files") {
             None | Some(Value::Null) => Vec::new(),
+            // Paths as every external reads them (a leading `/` is the project root).
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| raise("TypeError", "changed_files must be a list of str")))
+                .map(|v| v.as_str().ok_or_else(|| raise("TypeError", "changed_files must be a list of str")).and_then(|p| self.path(p)))
                 .collect::<Result<Vec<_>, _>>()?,
             Some(other) => return Err(raise("TypeError", format!("changed_files must be a list, not {}", type_name(other)))),
         };
