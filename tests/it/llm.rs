@@ -15,9 +15,25 @@ pub struct Seen {
     pub path: String,
     pub auth: Option<String>,
     pub body: Value,
+    /// Every header, its name in lower case.
+    pub headers: Vec<(String, String)>,
 }
 
-/// A scripted OpenAI-compatible server: answers each request with the next `(status, body)`.
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One scripted answer: status, extra headers, body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: String,
+}
+
+/// A scripted LLM server (the test writes OpenAI-compatible or Anthropic answers): answers each
+/// request with the next reply.
 pub struct FakeLlm {
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -25,6 +41,11 @@ pub struct FakeLlm {
 
 impl FakeLlm {
     pub fn start(replies: Vec<(u16, String)>) -> FakeLlm {
+        FakeLlm::start_with(replies.into_iter().map(|(status, body)| Reply { status, headers: Vec::new(), body }).collect())
+    }
+
+    /// [`FakeLlm::start`] with answers that carry headers (`Retry-After`).
+    pub fn start_with(replies: Vec<Reply>) -> FakeLlm {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -37,7 +58,7 @@ impl FakeLlm {
                 let mut line = String::new();
                 reader.read_line(&mut line).unwrap();
                 let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                let (mut len, mut auth) = (0usize, None);
+                let (mut len, mut auth, mut headers) = (0usize, None, Vec::new());
                 loop {
                     let mut h = String::new();
                     reader.read_line(&mut h).unwrap();
@@ -46,6 +67,7 @@ impl FakeLlm {
                         break;
                     }
                     let (k, v) = h.split_once(':').unwrap_or((h, ""));
+                    headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
                     match k.to_ascii_lowercase().as_str() {
                         "content-length" => len = v.trim().parse().unwrap_or(0),
                         "authorization" => auth = Some(v.trim().to_string()),
@@ -54,9 +76,10 @@ impl FakeLlm {
                 }
                 let mut body = vec![0; len];
                 reader.read_exact(&mut body).unwrap();
-                log.lock().unwrap().push(Seen { path, auth, body: serde_json::from_slice(&body).unwrap_or(Value::Null) });
-                let Some((status, reply)) = replies.next() else { break };
-                let _ = write!(stream, "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}", reply.len());
+                log.lock().unwrap().push(Seen { path, auth, body: serde_json::from_slice(&body).unwrap_or(Value::Null), headers });
+                let Some(Reply { status, headers, body: reply }) = replies.next() else { break };
+                let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+                let _ = write!(stream, "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{reply}", reply.len());
             }
         });
         FakeLlm { url, seen }

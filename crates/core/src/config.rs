@@ -50,14 +50,18 @@ keys! {
     "sandbox" "max_write_bytes" Kind::Int { min: 1 }, "52428800", "Total bytes an agent may write through write_file in one run.";
     "sandbox" "max_files_written" Kind::Int { min: 1 }, "10000", "Number of distinct files an agent may write or delete in one run.";
     "sandbox" "random_seed" Kind::Int { min: -1 }, "-1", "Seed of the random module in agent scripts; -1 gives every run a fresh seed from the host.";
-    "llm" "endpoint" Kind::Str, "\"\"", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).";
-    "llm" "model" Kind::Str, "\"\"", "Model name sent with every completion request.";
-    "llm" "api_key_env" Kind::Str, "\"OPENAI_API_KEY\"", "Name of the environment variable holding the API key (sent as a Bearer token when set).";
+    "llm" "provider" Kind::Choice(&["openai", "anthropic", "ollama"]), "\"openai\"", "The API spoken: openai (OpenAI-compatible chat completions), anthropic (the Messages API, default endpoint https://api.anthropic.com) or ollama (the OpenAI-compatible API, default endpoint http://127.0.0.1:11434/v1).";
+    "llm" "endpoint" Kind::Str, "\"\"", "Base URL of the API, e.g. http://127.0.0.1:11434/v1 (Ollama); empty: the provider's default (none for openai).";
+    "llm" "model" Kind::Str, "\"\"", "Model name sent with every completion request (empty: default_model).";
+    "llm" "default_model" Kind::Str, "\"\"", "The default model: used when model is empty, and once when the server says model does not exist (HTTP 404 or an error saying so), which the log notes.";
+    "llm" "api_key_env" Kind::Str, "\"OPENAI_API_KEY\"", "Name of the environment variable holding the API key (a Bearer token; x-api-key for anthropic, which reads ANTHROPIC_API_KEY while this is left at its default).";
     "llm" "command" Kind::StrList, "[]", "Alternative to endpoint: argv of a command that reads the prompt on stdin and prints the reply.";
     "llm" "temperature" Kind::Float, "0.2", "Sampling temperature.";
     "llm" "max_tokens" Kind::Int { min: 1 }, "2000", "Maximum tokens of one completion.";
     "llm" "timeout_seconds" Kind::Int { min: 1 }, "120", "Timeout of one LLM request.";
     "llm" "repair_attempts" Kind::Int { min: 0 }, "1", "How many times generated code that fails the pre-flight check is sent back to the model for a repair.";
+    "llm" "rate_limit_retries" Kind::Int { min: 0 }, "5", "How many times an agent whose request was rate-limited (HTTP 429) goes back to the queue before it errors.";
+    "llm" "rate_limit_max_wait_seconds" Kind::Int { min: 1 }, "60", "Longest wait of a rate-limited agent in the queue: its Retry-After, else 1, 2, 4, ... seconds, capped here.";
     "gc" "max_age_hours" Kind::Int { min: 0 }, "168", "Terminal agents older than this are removed by `cairn gc`.";
     "gc" "keep_latest" Kind::Int { min: 0 }, "3", "The newest terminal agents kept by `cairn gc` whatever their age.";
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
@@ -122,14 +126,19 @@ fn syntax_layer_on() -> bool {
 /// `[llm]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Llm {
+    /// `openai`, `anthropic` or `ollama`.
+    pub provider: String,
     pub endpoint: String,
     pub model: String,
+    pub default_model: String,
     pub api_key_env: String,
     pub command: Vec<String>,
     pub temperature: f64,
     pub max_tokens: u64,
     pub timeout_seconds: u64,
     pub repair_attempts: u64,
+    pub rate_limit_retries: u64,
+    pub rate_limit_max_wait_seconds: u64,
     /// The API key, read at load time from the variable named by `api_key_env` (never from a
     /// file, never serialized).
     #[serde(skip)]
@@ -353,7 +362,9 @@ pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -
         }
     }
     let mut config = from_table(table)?;
-    config.llm.api_key = env(&config.llm.api_key_env).filter(|k| !k.is_empty());
+    // Anthropic's key has its own variable: an OpenAI key is never sent to it by default.
+    let var = if config.llm.provider == "anthropic" && config.llm.api_key_env == "OPENAI_API_KEY" { "ANTHROPIC_API_KEY" } else { config.llm.api_key_env.as_str() };
+    config.llm.api_key = env(var).filter(|k| !k.is_empty());
     Ok(Loaded { config, warnings })
 }
 

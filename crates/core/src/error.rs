@@ -84,6 +84,10 @@ pub enum Error {
     /// The code provider could not produce code.
     #[error("provider {provider}: {message}")]
     Provider { provider: String, message: String },
+    /// The LLM endpoint answered HTTP 429: try again no earlier than `retry_after_secs` (its
+    /// `Retry-After` header, when it sent one). A run goes back to the queue meanwhile.
+    #[error("rate limited: {url} answered HTTP 429{}: {message}", retry_after_secs.map(|s| format!(" (Retry-After: {s} s)")).unwrap_or_default())]
+    RateLimited { url: String, retry_after_secs: Option<u64>, message: String },
     /// A signal file that cannot be understood.
     #[error("signal {name}: {message}")]
     Signal { name: String, message: String },
@@ -164,6 +168,7 @@ impl Error {
             Error::Tmux(_) => "tmux",
             Error::Jj(_) => "jj",
             Error::Provider { .. } => "provider",
+            Error::RateLimited { .. } => "rate_limited",
             Error::Signal { .. } => "signal",
             Error::Sandbox(_) => "sandbox",
             Error::Check(_) => "check",
@@ -205,6 +210,7 @@ impl Error {
             Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
             Error::Tmux(_) => "run cairn inside tmux, or open the workspace path yourself".into(),
             Error::Jj(_) => "`cairn doctor` says which jj Cairn uses; `[jj] enabled = false` turns the integration off".into(),
+            Error::RateLimited { .. } => "try again later; an agent waits in the queue ([llm] rate_limit_retries, rate_limit_max_wait_seconds)".into(),
             _ => return None,
         })
     }
@@ -255,6 +261,7 @@ mod tests {
             Error::Tmux(_) => (1, "tmux"),
             Error::Jj(_) => (1, "jj"),
             Error::Provider { .. } => (1, "provider"),
+            Error::RateLimited { .. } => (1, "rate_limited"),
             Error::Signal { .. } => (1, "signal"),
             Error::Sandbox(_) => (1, "sandbox"),
             Error::Check(_) => (1, "check"),
@@ -294,6 +301,7 @@ mod tests {
             Error::Tmux(s()),
             Error::Jj(s()),
             Error::Provider { provider: s(), message: s() },
+            Error::RateLimited { url: s(), retry_after_secs: Some(1), message: s() },
             Error::Signal { name: s(), message: s() },
             Error::Sandbox(s()),
             Error::Check(s()),

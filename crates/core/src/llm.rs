@@ -1,20 +1,23 @@
 //! The LLM backends of SPEC §5 and `[llm]`: code generation for the `llm` provider and
 //! `ask_llm` for scripts.
 //!
-//! - HTTP: POST `{endpoint}/chat/completions` (OpenAI-compatible: Ollama, llama.cpp's server,
-//!   vLLM, OpenAI) with `model`, `messages`, `temperature`, `max_tokens`; `Authorization:
-//!   Bearer` when the key variable is set; one retry with backoff on 429 and 5xx.
+//! - HTTP ([`wire`]): `[llm] provider` chooses the API: `openai` (OpenAI-compatible chat
+//!   completions: OpenAI, Ollama, llama.cpp's server, vLLM), `anthropic` (the Messages API)
+//!   or `ollama` (the OpenAI-compatible API at ollama's default endpoint). A model the server
+//!   does not have falls back to `[llm] default_model` once (logged); a 429 is
+//!   [`Error::RateLimited`], which the orchestrator answers by re-queueing the agent.
 //! - Command: `command = [argv...]` gets the prompt on stdin and prints the reply.
 //!
 //! Generated code has its fences stripped and passes the pre-flight check; a failed check is
 //! sent back to the model for a repair, `repair_attempts` times.
+
+mod wire;
 
 use crate::config::Llm;
 use crate::externals::External;
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::sandbox::script;
-use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
@@ -43,87 +46,43 @@ fn fail(message: impl Into<String>) -> Error {
 
 /// Is any backend configured?
 pub fn configured(cfg: &Llm) -> bool {
-    !cfg.endpoint.is_empty() || !cfg.command.is_empty()
+    !wire::endpoint(cfg).is_empty() || !cfg.command.is_empty()
 }
 
 /// Sends `messages` to the configured backend and returns the reply text.
 pub fn complete(cfg: &Llm, messages: &[Message]) -> Result<String> {
-    if !cfg.endpoint.is_empty() {
+    complete_with(&mut cfg.clone(), messages)
+}
+
+/// [`complete`], remembering a fallback to the default model in `cfg` (later requests of the
+/// same generation go straight to it). An explicit endpoint wins over a command, which wins
+/// over the provider's default endpoint.
+fn complete_with(cfg: &mut Llm, messages: &[Message]) -> Result<String> {
+    if !cfg.endpoint.is_empty() || (cfg.command.is_empty() && configured(cfg)) {
         http(cfg, messages)
     } else if !cfg.command.is_empty() {
         command(cfg, messages)
     } else {
-        Err(fail("no LLM is configured: set [llm] endpoint (an OpenAI-compatible URL) or [llm] command in config.toml"))
+        Err(fail("no LLM is configured: set [llm] endpoint (an OpenAI-compatible URL), [llm] provider = \"anthropic\" or \"ollama\", or [llm] command in config.toml"))
     }
 }
 
-fn http(cfg: &Llm, messages: &[Message]) -> Result<String> {
-    let url = format!("{}/chat/completions", cfg.endpoint.trim_end_matches('/'));
-    let body = json!({
-        "model": cfg.model,
-        "messages": messages.iter().map(|m| json!({ "role": m.role, "content": m.content })).collect::<Vec<_>>(),
-        "temperature": cfg.temperature,
-        "max_tokens": cfg.max_tokens,
-        "stream": false,
-    })
-    .to_string();
-    let timeout = Duration::from_secs(cfg.timeout_seconds);
-    let deadline = Instant::now() + timeout;
-    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let mut req = agent.post(&url).set("Content-Type", "application/json");
-        if let Some(key) = &cfg.api_key {
-            req = req.set("Authorization", &format!("Bearer {key}"));
+/// One HTTP completion; a model the server does not have falls back to `[llm] default_model`
+/// once, and the log says so.
+fn http(cfg: &mut Llm, messages: &[Message]) -> Result<String> {
+    let model = if cfg.model.is_empty() { cfg.default_model.clone() } else { cfg.model.clone() };
+    match wire::send(cfg, &model, messages) {
+        Err(wire::Failed::ModelNotFound(e)) if !cfg.default_model.is_empty() && cfg.default_model != model => {
+            let default = cfg.default_model.clone();
+            tracing::warn!("model {model:?} was not found ({e}); falling back to the default model {default:?} ([llm] default_model)");
+            cfg.model = default.clone();
+            wire::send(cfg, &default, messages).map_err(|f| match f.into_error() {
+                Error::Provider { provider, message } => Error::Provider { provider, message: format!("{message} (the default model {default:?}, after {model:?} was not found)") },
+                other => other,
+            })
         }
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(fail(format!("{url}: no reply within timeout_seconds = {}", cfg.timeout_seconds)));
-        }
-        match req.timeout(remaining).send_string(&body) {
-            Ok(resp) => {
-                let text = resp.into_string().map_err(|e| fail(format!("{url}: reading the reply: {e}")))?;
-                return parse_reply(&url, &text);
-            }
-            Err(ureq::Error::Status(code, resp)) => {
-                let text = resp.into_string().unwrap_or_default();
-                if attempt == 1 && (code == 429 || code >= 500) {
-                    tracing::info!("{url} answered {code}; retrying once");
-                    std::thread::sleep(Duration::from_millis(500).min(deadline.saturating_duration_since(Instant::now())));
-                    continue;
-                }
-                return Err(fail(format!("{url} answered HTTP {code}: {}", server_message(&text))));
-            }
-            Err(ureq::Error::Transport(t)) => {
-                let what = if t.kind() == ureq::ErrorKind::Io && Instant::now() >= deadline {
-                    format!("no reply within timeout_seconds = {}", cfg.timeout_seconds)
-                } else {
-                    t.to_string()
-                };
-                return Err(fail(format!("cannot reach the LLM endpoint {url}: {what}")));
-            }
-        }
+        other => other.map_err(wire::Failed::into_error),
     }
-}
-
-/// The error message in an OpenAI-style error body, else the body itself (shortened).
-fn server_message(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let msg = parsed
-        .as_ref()
-        .and_then(|v| v.pointer("/error/message").or_else(|| v.get("error")).or_else(|| v.get("message")))
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| body.trim().to_string());
-    msg.chars().take(500).collect()
-}
-
-fn parse_reply(url: &str, text: &str) -> Result<String> {
-    let v: Value = serde_json::from_str(text).map_err(|_| fail(format!("malformed reply from {url}: not JSON: {}", text.chars().take(200).collect::<String>())))?;
-    v.pointer("/choices/0/message/content")
-        .and_then(|c| c.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| fail(format!("malformed reply from {url}: no choices[0].message.content in {}", text.chars().take(200).collect::<String>())))
 }
 
 fn command(cfg: &Llm, messages: &[Message]) -> Result<String> {
@@ -219,9 +178,9 @@ pub fn strip_fences(reply: &str) -> String {
 /// Generates agent code for a natural-language task, repairing a failed check up to
 /// `repair_attempts` times. The returned code may still fail the check (the caller reports it).
 pub fn generate_code(project: &Project, task: &str) -> Result<String> {
-    let cfg = &project.config.llm;
+    let cfg = &mut project.config.llm.clone();
     let mut messages = vec![Message::system(code_prompt(project)), Message::user(format!("Task: {task}"))];
-    let mut code = strip_fences(&complete(cfg, &messages)?);
+    let mut code = strip_fences(&complete_with(cfg, &messages)?);
     for _ in 0..cfg.repair_attempts {
         let diags = script::check(&code);
         if diags.is_empty() {
@@ -233,7 +192,7 @@ pub fn generate_code(project: &Project, task: &str) -> Result<String> {
         messages.push(Message::user(format!(
             "The script fails the sandbox's pre-flight check:\n{report}\nReply with the whole corrected script in one ```python block."
         )));
-        code = strip_fences(&complete(cfg, &messages)?);
+        code = strip_fences(&complete_with(cfg, &messages)?);
     }
     Ok(code)
 }
@@ -245,9 +204,10 @@ pub fn ask(project: &Project, prompt: &str, context: &str, budget: Duration) -> 
     cfg.timeout_seconds = cfg.timeout_seconds.min(budget.as_secs().max(1));
     let cfg = &cfg;
     if !configured(cfg) {
-        return Err("no LLM is configured: set [llm] endpoint or command in config.toml".into());
+        return Err("no LLM is configured: set [llm] endpoint, provider or command in config.toml".into());
     }
     let content = if context.is_empty() { prompt.to_string() } else { format!("{prompt}\n\nContext:\n{context}") };
+    // A rate limit is the script's to handle (a run is not re-queued halfway).
     complete(cfg, &[Message::user(content)]).map_err(|e| match e {
         Error::Provider { message, .. } => message,
         other => other.to_string(),

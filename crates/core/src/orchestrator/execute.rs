@@ -38,6 +38,7 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
             bin.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() })
         }
         // Retried for a while only: a failure that lasts is not a shortage of descriptors.
+        Err(Failure::RateLimited(retry_after_secs, message)) => rate_limited(project, &id, retry_after_secs, &message),
         Err(Failure::Host(e)) if e.out_of_descriptors() && crate::time::now_ms() - rec.created_ms < RETRY_DESCRIPTORS_MS => {
             // Not the agent's fault and not lasting: it goes back to the queue (said in its
             // events) and runs again once descriptors are free; this worker backs off first.
@@ -59,6 +60,9 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
 enum Failure {
     /// The agent failed (bad code, limit, exception): it ends errored with this kind.
     Agent(ErrorKind, String),
+    /// The LLM endpoint is rate-limiting (its `Retry-After` in seconds, the message): the
+    /// agent waits in the queue, not in this worker.
+    RateLimited(Option<u64>, String),
     /// Cairn itself failed (storage, I/O).
     Host(Error),
 }
@@ -77,7 +81,13 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
 
     // generating
     let task = revised_task(project, rec)?;
-    let code = providers::get_code(project, rec.provider, &task).map_err(|e| Failure::Agent(ErrorKind::Provider, e.to_string()))?;
+    let code = providers::get_code(project, rec.provider, &task).map_err(|e| match e {
+        Error::RateLimited { retry_after_secs, .. } => Failure::RateLimited(retry_after_secs, e.to_string()),
+        e => Failure::Agent(ErrorKind::Provider, e.to_string()),
+    })?;
+    if rec.provider == crate::lifecycle::Provider::Llm && project.bin()?.rate_limits(id)? > 0 {
+        project.bin()?.clear_rate_limits(id)?;
+    }
     std::fs::write(dir.join("task.pym"), &code).map_err(|e| Error::io(dir.join("task.pym"), e))?;
     let diags = if project.config.sandbox.syntax_layer { script::check(&code) } else { Vec::new() };
     write_check(project, id, &diags)?;
@@ -123,6 +133,27 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     }
 
     Ok(submit(project, &mut bin, id, &overlay, submitted, outcome.result.unwrap_or(Value::Null))?)
+}
+
+/// A rate-limited request (HTTP 429): the agent goes back to the queue, claimed again no
+/// earlier than the server's `Retry-After`, else 1, 2, 4, ... seconds, both capped at `[llm]
+/// rate_limit_max_wait_seconds`; the worker is free meanwhile. After `[llm]
+/// rate_limit_retries` re-queues it ends errored (kind `provider`), saying so.
+fn rate_limited(project: &Project, id: &str, retry_after_secs: Option<u64>, message: &str) -> Result<AgentRecord> {
+    let cfg = &project.config.llm;
+    let mut bin = project.bin()?;
+    let done = bin.rate_limits(id)?;
+    if u64::from(done) >= cfg.rate_limit_retries {
+        bin.clear_rate_limits(id)?;
+        let why = format!("{message}; gave up after {} attempts ([llm] rate_limit_retries = {})", done + 1, cfg.rate_limit_retries);
+        tracing::info!(agent = %id, "errored: {why}");
+        return bin.transition(id, State::Errored, "error", TransitionExtra { error: Some((ErrorKind::Provider, &why)), ..Default::default() });
+    }
+    let wait = retry_after_secs.unwrap_or(1 << done.min(20)).min(cfg.rate_limit_max_wait_seconds);
+    let why = format!("re-queued: {message}; tried again in {wait} s (attempt {} of {})", done + 2, cfg.rate_limit_retries + 1);
+    tracing::warn!(agent = %id, "{why}");
+    bin.requeue_later(id, &why, crate::time::now_ms() + (wait as i64) * 1000)?;
+    bin.get(id)
 }
 
 /// `executing` → `submitting` → `reviewing`: the submission (the agent's own when

@@ -54,7 +54,8 @@ pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRe
 }
 
 /// Queues `reference` and runs it now in this process, waiting for a free slot if the
-/// concurrency limit is reached. Returns the final record (reviewing or errored).
+/// concurrency limit is reached, and for its turn again when it goes back to the queue (a
+/// rate-limited LLM). Returns the final record (reviewing or errored).
 /// The child comes from `pool` (started by the caller early, so that its zygote builds the
 /// interpreter while the caller re-indexes), else it is started cold.
 pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, pool: Option<&Pool>) -> Result<AgentRecord> {
@@ -64,7 +65,12 @@ pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, p
         recover(project)?;
         let claimed = project.bin()?.claim(this_worker(), project.config.orchestrator.max_concurrent_agents, Some(&rec.id))?;
         if let Some(claimed) = claimed {
-            return execute(project, pool, claimed);
+            let done = execute(project, pool, claimed)?;
+            // Back in the queue (a rate limit, a shortage of descriptors): claimed again when due.
+            if done.state != State::Queued {
+                return Ok(done);
+            }
+            continue;
         }
         let now = project.bin()?.get(&rec.id)?;
         if now.state != State::Queued {

@@ -199,6 +199,7 @@ impl Bin {
         review::migrate(&conn)?;
         journal::migrate(&conn)?;
         tasks::migrate(&conn)?;
+        workers::migrate(&conn)?;
         Ok(Bin { conn })
     }
 

@@ -1,10 +1,26 @@
 //! Workers and the queue in `bin.db`: claiming the next queued agent within the concurrency
-//! limit, and recovering agents whose worker died.
+//! limit, recovering agents whose worker died, and re-queueing a run that must wait (a rate
+//! limit: `not_before_ms`, the earliest claim, and `rate_limits`, the re-queues so far).
 
 use super::{apply_transition, sql_states, AgentRecord, Bin, TransitionExtra, Worker};
 use crate::error::Result;
 use crate::lifecycle::{ErrorKind, State};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// Adds `not_before_ms` and `rate_limits` to a `bin.db` made before rate-limited re-queues
+/// (once, under the write lock: two processes may open an old database at once).
+pub(super) fn migrate(conn: &Connection) -> Result<()> {
+    let has = |c: &Connection| c.prepare("SELECT not_before_ms, rate_limits FROM agents LIMIT 0").is_ok();
+    if has(conn) {
+        return Ok(());
+    }
+    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    if !has(&tx) {
+        tx.execute_batch("ALTER TABLE agents ADD COLUMN not_before_ms INTEGER; ALTER TABLE agents ADD COLUMN rate_limits INTEGER NOT NULL DEFAULT 0;")?;
+    }
+    tx.commit()?;
+    Ok(())
+}
 
 /// MCP sessions' and wrap sessions' agents are not run by a worker of the queue: they
 /// neither count against the concurrency limit nor are re-queued; their session ends them
@@ -16,6 +32,7 @@ fn unqueued() -> String {
 impl Bin {
     /// Claims the next queued agent (highest priority, then oldest) for `worker`, moving it to
     /// generating, unless `max_running` agents already run. `only` restricts the claim to one id.
+    /// An agent re-queued to wait (a rate limit) is not claimed before its `not_before_ms`.
     pub fn claim(&mut self, worker: Worker, max_running: u32, only: Option<&str>) -> Result<Option<AgentRecord>> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let running: i64 =
@@ -23,10 +40,12 @@ impl Bin {
         if running >= max_running as i64 {
             return Ok(None);
         }
+        let now = crate::time::now_ms();
+        let due = "(not_before_ms IS NULL OR not_before_ms <= ?2)";
         let next: Option<String> = match only {
-            Some(id) => tx.query_row("SELECT id FROM agents WHERE id = ?1 AND state = ?2", [id, State::Queued.as_str()], |r| r.get(0)).optional()?,
+            Some(id) => tx.query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND {due} AND id = ?3"), params![State::Queued.as_str(), now, id], |r| r.get(0)).optional()?,
             None => tx
-                .query_row("SELECT id FROM agents WHERE state = ?1 ORDER BY priority DESC, seq ASC LIMIT 1", [State::Queued.as_str()], |r| r.get(0))
+                .query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND {due} ORDER BY priority DESC, seq ASC LIMIT 1"), params![State::Queued.as_str(), now], |r| r.get(0))
                 .optional()?,
         };
         let Some(id) = next else { return Ok(None) };
@@ -124,16 +143,41 @@ impl Bin {
     /// Agent `id` (generating or executing) back to the queue, its worker released: a run
     /// that failed for want of a resource (file descriptors) rather than by its own doing.
     pub fn requeue(&mut self, id: &str, why: &str) -> Result<()> {
+        self.requeue_at(id, why, None)
+    }
+
+    /// Agent `id` back to the queue after a rate limit: no worker claims it before
+    /// `not_before_ms`, and one more re-queue is counted ([`Bin::rate_limits`]).
+    pub fn requeue_later(&mut self, id: &str, why: &str, not_before_ms: i64) -> Result<()> {
+        self.requeue_at(id, why, Some(not_before_ms))
+    }
+
+    fn requeue_at(&mut self, id: &str, why: &str, not_before_ms: Option<i64>) -> Result<()> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = crate::time::now_ms();
         let n = tx.execute(
-            &format!("UPDATE agents SET state = ?3, worker_pid = NULL, worker_start = NULL, state_changed_ms = ?2 WHERE id = ?1 AND state IN ({})", sql_states(State::is_running)),
-            params![id, now, State::Queued.as_str()],
+            &format!(
+                "UPDATE agents SET state = ?3, worker_pid = NULL, worker_start = NULL, state_changed_ms = ?2, not_before_ms = ?4, rate_limits = rate_limits + (?4 IS NOT NULL) WHERE id = ?1 AND state IN ({})",
+                sql_states(State::is_running)
+            ),
+            params![id, now, State::Queued.as_str(), not_before_ms],
         )?;
         if n == 1 {
             super::insert_event(&tx, id, State::Queued, &crate::events::EventKind::Requeued { message: why.to_string() })?;
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// How many times agent `id` was re-queued for a rate limit since the count was cleared.
+    pub fn rate_limits(&self, id: &str) -> Result<u32> {
+        Ok(self.conn.query_row("SELECT rate_limits FROM agents WHERE id = ?1", [id], |r| r.get(0)).optional()?.unwrap_or(0))
+    }
+
+    /// Starts agent `id`'s count of rate-limited re-queues afresh (a request got through, or
+    /// the agent gave up).
+    pub fn clear_rate_limits(&mut self, id: &str) -> Result<()> {
+        self.conn.execute("UPDATE agents SET rate_limits = 0, not_before_ms = NULL WHERE id = ?1", [id])?;
         Ok(())
     }
 }
