@@ -92,8 +92,9 @@ pub fn build(project: &Project) -> Result<Board> {
     let mut agents = Vec::new();
     for rec in bin.list(false)? {
         let waits = rec.state.is_reviewable();
-        let live = rec.state.is_running() && project.existing_overlay(&rec.id)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
-        // A damaged overlay does not take the board down: the agent shows without hunks.
+        // An overlay being created, or damaged, does not take the board down: the agent shows
+        // without hunks (its own status says what is wrong).
+        let live = rec.state.is_running() && project.existing_overlay(&rec.id).ok().flatten().is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
         let files = if waits || live { file_hunks(project, &rec.id).unwrap_or_default() } else { Vec::new() };
         let summary = rec.submission.as_ref().and_then(|s| s.get("summary")).and_then(|s| s.as_str()).unwrap_or(&rec.task).lines().next().unwrap_or("").to_string();
         let checks_failed = match bin.task_of_agent(&rec.id)? {
@@ -213,12 +214,12 @@ pub struct Rebased {
 pub fn rebased_by(project: &Project, landed: &str, paths: &[String]) -> Result<Vec<Rebased>> {
     let mut out = Vec::new();
     for other in project.bin()?.list(false)?.into_iter().filter(|r| r.id != landed && (r.state.is_reviewable() || r.state.is_running())) {
-        let Some(overlay) = project.existing_overlay(&other.id)? else { continue };
+        let Some(overlay) = project.existing_overlay(&other.id).ok().flatten() else { continue };
         if !paths.iter().any(|p| overlay.get(p).is_ok_and(|e| e.is_some())) {
             continue;
         }
         drop(overlay);
-        let files = file_hunks(project, &other.id)?;
+        let Ok(files) = file_hunks(project, &other.id) else { continue };
         let touched: Vec<&FileHunks> = files.iter().filter(|f| paths.contains(&f.path)).collect();
         let with_it = |f: &&&FileHunks| f.conflict_with.iter().any(|w| w == landed);
         let conflicts = touched.iter().filter(with_it).map(|f| if f.file_conflict.is_some() { f.hunks.len().max(1) } else { f.hunks.iter().filter(|h| f.in_conflict(h)).count() }).sum();
