@@ -151,14 +151,14 @@ fn code_prompt(project: &Project) -> String {
     format!(
         "You write one Python script that carries out a change to a software project. Reply with the script \
 only, in one ```python fenced block.\n\n\
-The script runs in a sandbox. It reaches the project only through these functions (no other I/O; \
-`await` before a call is optional):\n{externals}\n\
-Rules: paths are relative to the project root, with '/'. You may import these standard library \
-modules (CPython's) and nothing else: {imports}; there is no os, subprocess or file access. \
-print() goes to the run log. No open(), eval(), exec(), compile(), globals(), no object internals (__subclasses__, __globals__, \
-__builtins__, __code__, __mro__, __bases__), no frame or code internals. Use plain Python: \
-functions, classes, comprehensions, f-strings, str methods. Only the files you write change; read \
-a file before rewriting it. End with submit_result(summary, changed_files).\n\n\
+The script runs in a sandbox on a copy-on-write view of the project. These functions reach \
+it (`await` before a call is optional):\n{externals}\n\
+Plain Python file code works on the project's files too (open(), pathlib, os, shutil, glob); what \
+it writes joins the proposal like write_file. Rules: paths are relative to the project root, with \
+'/' (a leading '/' is the project root). You may import these standard library modules (CPython's) \
+and nothing else: {imports}; there is no subprocess and no network. print() goes to the run log. \
+No interpreter internals (__globals__, __builtins__, __code__, frames). Only the files you write \
+change; read a file before rewriting it. End with submit_result(summary, changed_files).\n\n\
 Project files (up to 200):\n{listing}\n"
     )
 }
@@ -217,6 +217,19 @@ pub fn ask(project: &Project, prompt: &str, context: &str, budget: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::strip_fences;
+
+    #[test]
+    fn the_prompt_tells_models_what_scripts_can_do() {
+        let dir = std::env::temp_dir().join(format!("cairn-prompt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let home = crate::project::Home::new(&dir.join("home"));
+        let project = crate::project::Project::new(&dir, home, crate::config::Config::default(), std::path::PathBuf::from("cairn")).unwrap();
+        let prompt = super::code_prompt(&project);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(prompt.contains("open(), pathlib, os"), "plain file code works: {prompt}");
+        assert!(!prompt.contains("No open()") && !prompt.contains("no os"), "nothing stale: {prompt}");
+        assert!(prompt.contains("a leading '/' is the project root"), "{prompt}");
+    }
 
     #[test]
     fn fences() {
