@@ -136,7 +136,7 @@ pub enum Cmd {
     },
     /// MCP server on stdio: tasks, sessions and file tools for coding agents.
     Mcp {
-        /// The identity recorded in provenance (default: agent:<the client's name>).
+        /// The identity recorded in provenance, fixed for the server's life (default: agent:<the client's name>-<a suffix of this instance>).
         #[arg(long)]
         actor: Option<String>,
     },

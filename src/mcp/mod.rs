@@ -1,17 +1,20 @@
 //! `cairn mcp`: an MCP server on stdio (rmcp) through which any coding agent proposes changes.
 //! Every tool is a thin adapter over the core: tasks ([`cairn_core::tasks`]), sessions and
 //! their file tools ([`cairn_core::tasks::sessions`], which run the same externals as a
-//! `.pym` run). The identity is fixed: `--actor`, else `agent:<the client's name>`.
+//! `.pym` run). The identity is fixed for the server's life ([`identity`]): `--actor`, else
+//! `agent:<the client's name>-<a suffix of this instance>`.
 //!
 //! Every tool answers with a JSON object (`structuredContent`, declared by its
 //! `outputSchema`) and a text rendering beside it; a tool that fails answers a result with
 //! `isError` and a message the model can act on. JSON-RPC errors are left to protocol faults
 //! (unknown tool, malformed arguments). Core calls block, so they run on the blocking pool.
+//! - [`identity`]: who the server acts as;
 //! - [`params`]: the tools' arguments;
 //! - [`task_tools`]: the task graph and sessions;
 //! - [`file_tools`]: the file tools on a session's overlay.
 
 mod file_tools;
+mod identity;
 mod params;
 mod schema;
 mod task_tools;
@@ -41,7 +44,7 @@ tracked task, task_create then session_begin and pass its id as `session`. Paths
 #[derive(Clone)]
 pub struct Server {
     project: Arc<Project>,
-    actor: Option<String>,
+    identity: Arc<identity::Identity>,
     /// This connection's own session, opened by the first file tool called without one.
     implicit: Arc<tokio::sync::Mutex<Option<Implicit>>>,
     /// This connection's own session after session_finish, for review_wait (a revise makes
@@ -79,7 +82,7 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
         })
     });
     let implicit = Arc::new(tokio::sync::Mutex::new(None));
-    let server = Server { project: Arc::clone(&project), actor, implicit: Arc::clone(&implicit), finished: Arc::default(), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
+    let server = Server { project: Arc::clone(&project), identity: Arc::new(identity::Identity::new(actor)), implicit: Arc::clone(&implicit), finished: Arc::default(), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
     rt.block_on(async move {
         // The moment stdin ends, what runs for the client is killed: its calls end at once
         // and the server does not wait out their work.
@@ -296,20 +299,15 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 }
 
 impl Server {
-    fn client(ctx: &RequestContext<RoleServer>) -> String {
-        ctx.client_info().map(|i| i.name).filter(|n| !n.is_empty()).unwrap_or_else(|| "unknown".into())
-    }
-
-    /// Who calls: `--actor`, else `agent:<client name>` (under every protocol version: the
-    /// 2026-07-28 clients send their name with each request).
-    fn actor(&self, ctx: &RequestContext<RoleServer>) -> String {
-        self.actor.clone().unwrap_or_else(|| format!("agent:{}", Self::client(ctx)))
+    /// Who calls: this server's identity, bound on the first call ([`identity`]).
+    async fn actor(&self, ctx: &RequestContext<RoleServer>) -> String {
+        self.identity.get(&self.project, ctx).await.actor.clone()
     }
 
     /// Runs `f` with the project and actor on the blocking pool; its value is the answer.
     async fn core<T: serde::Serialize + Send + 'static>(&self, ctx: &RequestContext<RoleServer>, f: impl FnOnce(&Project, &str) -> cairn_core::error::Result<T> + Send + 'static) -> Reply {
         let project = Arc::clone(&self.project);
-        let actor = self.actor(ctx);
+        let actor = self.actor(ctx).await;
         let Some(out) = blocking(ctx, move || f(&project, &actor)).await? else { return Ok(cancelled()) };
         Ok(match out {
             Ok(v) => done(serde_json::to_value(v).map_err(internal)?, None),
@@ -327,7 +325,8 @@ impl Server {
         if let Some(i) = slot.as_ref() {
             return Ok(i.session.clone());
         }
-        let (project, actor, client) = (Arc::clone(&self.project), self.actor(ctx), Self::client(ctx));
+        let me = self.identity.get(&self.project, ctx).await;
+        let (project, actor, client) = (Arc::clone(&self.project), me.actor.clone(), me.client.name.clone());
         let title: String = format!("{client}: changes from {first_path}").chars().take(cairn_core::tasks::MAX_TITLE_CHARS).collect();
         let a = actor.clone();
         let made = tokio::task::spawn_blocking(move || sessions::begin_implicit(&project, &a, &title)).await.map_err(|e| failed("internal", e.to_string()))?;
@@ -358,7 +357,7 @@ impl Server {
             Err(r) => return Ok(Err(r)),
         };
         let project = Arc::clone(&self.project);
-        let actor = self.actor(ctx);
+        let actor = self.actor(ctx).await;
         let Some(out) = blocking(ctx, move || sessions::tool(&project, &actor, &session, name, &args, &kwargs)).await? else { return Ok(Err(cancelled())) };
         Ok(match out {
             Ok(Ok(v)) => Ok(v),

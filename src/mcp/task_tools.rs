@@ -10,9 +10,10 @@ use serde_json::json;
 
 #[tool_router(router = task_tools, vis = "pub(super)")]
 impl Server {
-    #[tool(description = "Who this server acts as (fixed at start-up), and the server's version.")]
+    #[tool(description = "Who this server acts as (fixed for the server's life; pass it as session_begin's expected_actor), the client it serves (name and version, from initialize), and the server's version.")]
     async fn identity(&self, ctx: RequestContext<RoleServer>) -> Reply {
-        Ok(done(json!({ "actor": self.actor(&ctx), "server": "cairn", "version": env!("CARGO_PKG_VERSION") }), None))
+        let me = self.identity.get(&self.project, &ctx).await;
+        Ok(done(json!({ "actor": me.actor, "client": me.client, "server": "cairn", "version": env!("CARGO_PKG_VERSION") }), None))
     }
 
     #[tool(description = "List tasks, optionally by status, assignee or readiness (ready: all deps closed). Use it to find work that can start now.")]
@@ -59,7 +60,7 @@ impl Server {
 
     #[tool(description = "Start working on a task: claims it and opens a session (its own proposal) whose id the file tools take as `session`. The same idempotency_key returns the same session.")]
     async fn session_begin(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<BeginArgs>) -> Reply {
-        let me = self.actor(&ctx);
+        let me = self.actor(&ctx).await;
         if let Some(expected) = a.expected_actor.as_ref().filter(|e| **e != me) {
             return Ok(super::failed("usage", format!("expected_actor is {expected}, but this server acts as {me}; begin no session here")));
         }
@@ -98,7 +99,7 @@ impl Server {
             Err(r) => return Ok(r),
         };
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(u64::from(a.timeout_s.unwrap_or(600).clamp(1, 3600)));
-        let actor = self.actor(&ctx);
+        let actor = self.actor(&ctx).await;
         loop {
             let (project, s, who) = (std::sync::Arc::clone(&self.project), session.clone(), actor.clone());
             let out = tokio::task::spawn_blocking(move || cairn_core::tasks::review_wait::review_poll(&project, &who, &s)).await.map_err(super::internal)?;

@@ -25,7 +25,8 @@ fn tool_shapes_agents_expect_work_through_the_python_sdk() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(r["actor"], "agent:shape-agent", "the client's name under protocol {}", r["protocol"]);
+    assert!(r["actor"].as_str().unwrap().strip_prefix("agent:shape-agent-").is_some_and(|s| s.len() == 6), "the client's name under protocol {}: {r}", r["protocol"]);
+    assert_eq!(r["client"], serde_json::json!({ "name": "shape-agent", "version": "1.0" }), "{r}");
     assert_eq!(f.tree(), before, "the working tree changed");
 
     let agent = r["agent"].as_str().unwrap();

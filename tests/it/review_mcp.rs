@@ -63,7 +63,9 @@ async def resume(c, sid):
     say("GOT", await ok(c, "session_get", session=sid))
 
 async def main(cairn, root, home, mode, *rest):
-    params = StdioServerParameters(command=cairn, args=["--project-root", root, "--cairn-home", home, "mcp"], cwd=root)
+    # A restarted server keeps the identity that owns the session only when it is given one.
+    actor = [] if mode == "loop" else ["--actor", "agent:review-agent"]
+    params = StdioServerParameters(command=cairn, args=["--project-root", root, "--cairn-home", home, "mcp", *actor], cwd=root)
     async with mcp.Client(params, client_info=types.Implementation(name="review-agent", version="1.0")) as c:
         if mode == "loop":
             await loop(c)

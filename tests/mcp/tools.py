@@ -63,7 +63,7 @@ async def main(cairn, root):
         assert attr(tools["write_file"].annotations, "destructive_hint", "destructiveHint") is False
 
         ident, _ = await ok(c, "identity")
-        out["actor"] = ident["actor"]
+        out["actor"], out["client"] = ident["actor"], ident["client"]
         task, _ = await ok(c, "task_create", title="shapes")
         sess, _ = await ok(c, "session_begin", task=task["id"], idempotency_key="shapes")
         sid = sess["id"]
@@ -141,8 +141,8 @@ async def main(cairn, root):
         # session_list, head.
         t2, _ = await ok(c, "task_create", title="seed 004")
         wrong = await err(c, "session_begin", task=t2["id"], idempotency_key="k2", expected_actor="agent:someone-else")
-        assert "agent:shape-agent" in wrong, wrong
-        s2, _ = await ok(c, "session_begin", task=t2["id"], idempotency_key="k2", expected_actor="agent:shape-agent",
+        assert ident["actor"] in wrong, wrong
+        s2, _ = await ok(c, "session_begin", task=t2["id"], idempotency_key="k2", expected_actor=ident["actor"],
                          meta={"client": "shape-agent", "model": "scripted", "pid": 42})
         got, _ = await ok(c, "session_get", session=s2["id"])
         assert got["meta"] == {"client": "shape-agent", "model": "scripted", "pid": 42}, got

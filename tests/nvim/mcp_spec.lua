@@ -25,7 +25,7 @@ H.test('an MCP session shows as ghost text, in :CairnTasks and :CairnLog', funct
     return (H.virt_text(buf)[1] or ''):find('checks ✓', 1, true) ~= nil
   end, 'check results in the ghost header: ' .. tostring(H.virt_text(buf)[1]))
   -- The agent wrote that check itself: its author is shown, and that it does not count.
-  H.ok(H.virt_text(buf)[1]:find('✓(agent:pytest-agent, not counted)', 1, true), 'author in the header: ' .. H.virt_text(buf)[1])
+  H.ok(H.virt_text(buf)[1]:find('✓(' .. r.identity .. ', not counted)', 1, true), 'author in the header: ' .. H.virt_text(buf)[1])
 
   local got = H.run(5000, function(done) require('cairn').tasks(function(t, b) done({ t, b }) end) end, ':CairnTasks')
   local tasks, tbuf = got[1], got[2]
@@ -33,7 +33,7 @@ H.test('an MCP session shows as ghost text, in :CairnTasks and :CairnLog', funct
   for _, l in ipairs(vim.api.nvim_buf_get_lines(tbuf, 0, -1, false)) do
     if l:find(r.task, 1, true) then line = l end
   end
-  H.ok(line and line:find('✓(agent:pytest-agent, not counted)', 1, true) and line:find(r.agent, 1, true) and line:find('review', 1, true), 'task line: ' .. tostring(line))
+  H.ok(line and line:find('✓(' .. r.identity .. ', not counted)', 1, true) and line:find(r.agent, 1, true) and line:find('review', 1, true), 'task line: ' .. tostring(line))
   H.ok(#tasks >= 2, 'both tasks listed')
 
   local st = H.run(5000, function(done) require('cairn').status(r.agent, done) end, ':CairnStatus')

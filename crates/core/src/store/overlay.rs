@@ -146,6 +146,17 @@ impl Overlay {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Each path with an entry and its size in bytes (`None`: a whiteout), ordered. Cheap: no
+    /// content is read (`length()` of a blob reads its header only).
+    pub fn sizes(&self) -> Result<Vec<(String, Option<u64>)>> {
+        let mut st = self.conn.prepare_cached("SELECT path, kind, length(content) FROM entries ORDER BY path")?;
+        let rows = st.query_map([], |r| {
+            let whiteout = Kind::from_i64(r.get(1)?) == Kind::Whiteout;
+            Ok((r.get::<_, String>(0)?, (!whiteout).then(|| r.get::<_, Option<i64>>(2)).transpose()?.map(|n| n.unwrap_or(0) as u64)))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Has the agent recorded a base for `path` yet?
     pub fn has_base(&self, path: &str) -> Result<bool> {
         let mut st = self.conn.prepare_cached("SELECT 1 FROM bases WHERE path = ?1")?;

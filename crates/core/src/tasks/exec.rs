@@ -55,6 +55,8 @@ pub fn exec(project: &Project, actor: &str, id: &str, args: &ExecArgs) -> Result
     if args.cmd.trim().is_empty() {
         return Err(crate::Error::Usage("run_command needs a command".into()));
     }
+    // Never a run of a proposal that lost changes (the capture would fail after it anyway).
+    super::seal::check(project, &s.agent, &project.overlay(&s.agent)?)?;
     let changes = crate::review::diff::changes(project, &s.agent)?;
     let limit = project.config.run.timeout_seconds;
     let timeout = Duration::from_secs(args.timeout_seconds.unwrap_or(limit).clamp(1, limit));

@@ -13,6 +13,7 @@ pub mod checks;
 pub mod sessions;
 pub mod review_wait;
 pub mod exec;
+mod seal;
 
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -90,6 +91,25 @@ fn new_id(project: &Project) -> Result<String> {
             Err(Error::UnknownTask(_)) => return Ok(id),
             Err(e) => return Err(e),
             Ok(_) => continue,
+        }
+    }
+}
+
+/// The identity of one `cairn mcp` server run without `--actor`: `agent:<client>-<6 hex
+/// digits>`, fresh per server instance, so two instances of the same client never hold each
+/// other's claims or sessions (a suffix a task's assignee or a session already carries is drawn
+/// again). `client` is the MCP client's name, kept to letters, digits, `-`, `_` and `.`.
+pub fn instance_actor(project: &Project, client: &str) -> String {
+    let name: String = client.chars().take(40).map(|c| if c.is_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+    let name = if name.chars().all(|c| c == '-') { "unknown".to_string() } else { name };
+    let taken: std::collections::HashSet<String> = project
+        .bin()
+        .and_then(|bin| Ok(bin.task_list()?.into_iter().filter_map(|t| t.assignee).chain(bin.session_list(None)?.into_iter().map(|s| s.actor)).collect()))
+        .unwrap_or_default();
+    loop {
+        let actor = format!("agent:{name}-{:06x}", rand::random::<u32>() & 0xff_ffff);
+        if !taken.contains(&actor) {
+            return actor;
         }
     }
 }
@@ -224,7 +244,7 @@ pub fn claim(project: &Project, who: &str, id: &str) -> Result<Task> {
     let mut t = get(project, id)?.row;
     match t.assignee.as_deref() {
         Some(a) if a == who => return get(project, &t.id),
-        Some(a) => return Err(refused(&t.id, format!("claimed by {a}"))),
+        Some(a) => return Err(refused(&t.id, format!("already claimed by {a}: it is theirs to work on; pick another task"))),
         None => {}
     }
     t.assignee = Some(who.to_string());

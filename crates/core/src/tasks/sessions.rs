@@ -155,6 +155,7 @@ pub fn finish(project: &Project, actor: &str, id: &str, summary: &str) -> Result
         super::bounded("summary", summary, super::MAX_TEXT_BYTES)?;
         open(project, actor, id)?;
         let overlay = project.overlay(&s.agent)?;
+        super::seal::check(project, &s.agent, &overlay)?;
         let changed: Vec<String> = overlay.paths()?.into_iter().map(|(p, _)| p).collect();
         overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": changed }).to_string())?;
     } else if s.status != "finished" {
@@ -289,9 +290,20 @@ pub fn begin_implicit(project: &Project, actor: &str, title: &str) -> Result<Ses
 /// proposal for review, never lost); without, cancelled and its task with it.
 pub fn end_implicit(project: &Project, actor: &str, id: &str, summary: &str) -> Result<Session> {
     let s = owned(project, actor, id)?;
-    let changed = project.existing_overlay(&s.agent)?.map(|o| o.paths().map(|p| !p.is_empty())).transpose()?.unwrap_or(false);
-    if changed || s.status != "active" {
-        return finish(project, actor, id, summary);
+    let overlay = project.existing_overlay(&s.agent)?;
+    // A proposal that lost changes is neither submitted nor taken for one without changes.
+    let intact = match &overlay {
+        Some(o) if s.status == "active" => super::seal::check(project, &s.agent, o),
+        _ => Ok(()),
+    };
+    let changed = overlay.map(|o| o.paths().map(|p| !p.is_empty())).transpose()?.unwrap_or(false);
+    let finished = intact.and_then(|()| (changed || s.status != "active").then(|| finish(project, actor, id, summary)).transpose());
+    if let Err(e @ Error::Overlay { .. }) = &finished {
+        // No one is left to be told: the human is, by the agent errored with the reason.
+        super::seal::lost_at_end(project, actor, &s, &e.to_string());
+    }
+    if let Some(done) = finished? {
+        return Ok(done);
     }
     let done = cancel(project, actor, id, "the client disconnected without changes")?;
     let mut t = project.bin()?.task_get(&s.task)?;
@@ -314,19 +326,30 @@ pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnO
     let _lock = SessionLock::wait(project, &s.agent)?;
     // Opened again under the lock: a finish may have ended the session meanwhile.
     let s = open(project, actor, id)?;
-    with_agent_host(project, &s.agent, f)
+    // Writes an earlier call reported as done must still be there (`seal.rs`).
+    let overlay = project.overlay(&s.agent)?;
+    super::seal::check(project, &s.agent, &overlay)?;
+    let out = host_on(project, &s.agent, &overlay, f);
+    // A seal left behind weakens the next check, never fails it: the call's outcome stands.
+    if let Err(e) = super::seal::record(project, &s.agent, &overlay) {
+        tracing::warn!("sealing the overlay of agent {}: {e}", s.agent);
+    }
+    out
 }
 
 /// Runs `f` with a [`crate::externals::Host`] on agent `agent`'s overlay, its budgets carried
 /// from call to call in the overlay (an MCP session's tools, a wrap session's syncs).
 pub(crate) fn with_agent_host<T>(project: &Project, agent: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
-    let overlay = project.overlay(agent)?;
+    host_on(project, agent, &project.overlay(agent)?, f)
+}
+
+fn host_on<T>(project: &Project, agent: &str, overlay: &crate::store::overlay::Overlay, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
     let events = project.bin()?;
     let on_event = |kind: &crate::events::EventKind| {
         let _ = events.append(agent, State::Executing, kind);
     };
     let ask = |_: &str, _: &str, _: std::time::Duration| Err("ask_llm is not available to MCP sessions (the client is the model)".to_string());
-    let view = crate::view::View::new(project, &overlay)?;
+    let view = crate::view::View::new(project, overlay)?;
     let mut host = crate::externals::Host::new(view, project.config.sandbox.clone(), &ask, None, &on_event);
     let usage = overlay.kv_get("usage")?.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default();
     host.resume(usage);
