@@ -14,6 +14,7 @@ end
 
 local cmd = vim.api.nvim_create_user_command
 cmd('CairnQueue', function(o) cairn().queue(o.args, o.bang) end, { nargs = '+', bang = true, complete = 'file', desc = 'Queue an agent (! = high priority)' })
+cmd('CairnStart', function(o) cairn().start(o.args) end, { nargs = '?', complete = ids, desc = 'Start agents held by auto_spawn = false (all, or this one)' })
 cmd('CairnAccept', function(o) cairn().accept(o.args) end, { nargs = '?', complete = ids, desc = 'Accept an agent' })
 cmd('CairnReject', function(o) cairn().reject(o.args) end, { nargs = '*', complete = ids, desc = 'Reject an agent: [id] [reason for the agent]' })
 cmd('CairnRevise', function(o) cairn().revise(o.args) end, { nargs = '?', complete = ids, desc = 'Send your reasons, notes and hunk decisions to the agent: its next revision' })

@@ -10,18 +10,7 @@ use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 
-/// `println!` that never panics: a closed pipe (`cairn list-agents | head`) is not an error.
-macro_rules! outln {
-    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stdout().lock(), $($arg)*); }};
-}
-
-/// `eprintln!` that never panics (stderr may be closed, as under `jobstart`).
-macro_rules! errln {
-    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stderr().lock(), $($arg)*); }};
-}
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
 #[derive(Parser, Debug)]
@@ -55,8 +44,6 @@ pub enum WrapSub {
 pub enum Cmd {
     /// Create .agentfs/ and index the project into stable.db.
     Init,
-    /// Run the orchestrator in the foreground: workers, file watcher, signal files.
-    Up,
     /// Queue an agent; prints its id.
     Queue {
         /// A .pym path (file provider), code (inline) or a task (llm).
@@ -200,6 +187,8 @@ pub enum Cmd {
     RejectHunk { id: String, path: String, number: usize, #[arg(long)] reason: Option<String> },
     #[command(flatten)]
     Review(crate::review_cli::ReviewCmd),
+    #[command(flatten)]
+    Orch(crate::orch_cli::OrchCmd),
     /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
     Preview {
         /// Agent id (any unique prefix).
@@ -300,11 +289,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         // Handled by `main` before logging starts.
         Cmd::Sandbox { .. } | Cmd::Confine { .. } => return Ok(0),
         Cmd::Nvim => return crate::host::run(open_project(root, home, false)?).map(|_| 0),
-        Cmd::Up => {
-            let project = open_project(root, home, false)?;
-            project.ensure_initialized()?;
-            return up(&project).map(|_| 0);
-        }
+        Cmd::Orch(cmd) => return crate::orch_cli::run(opened(root, home)?, cmd),
         Cmd::Doctor { json } => return Ok(crate::render::doctor(&cairn_core::doctor::run(&open_project(root, home, false)?)?, json)),
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),
@@ -382,15 +367,4 @@ fn numbered_hunk(project: &Project, id: &str, path: &str, number: usize) -> Resu
     let file = files.into_iter().find(|f| f.path == path).ok_or_else(|| Error::Hunk(format!("agent {id} proposes no text change to {path}")))?;
     let count = file.hunks.len();
     file.hunks.into_iter().nth(number.wrapping_sub(1)).ok_or_else(|| Error::Hunk(format!("{path} has {count} hunk(s); there is no hunk {number}")))
-}
-
-/// `cairn up`: workers, the watcher and signal polling until SIGINT or SIGTERM.
-fn up(project: &Project) -> Result<()> {
-    let _only = crate::daemon::one_up(project)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Error::io("signal handler", e))?;
-    }
-    errln!("cairn: serving {} (Ctrl-C to stop)", project.root.display());
-    crate::daemon::services(project, &stop, &|line| errln!("cairn: {line}"), &Default::default())
 }

@@ -19,6 +19,16 @@
 //! `cairn_core::command::Command` run through `cairn_core::command::execute`.
 #![deny(unsafe_code)]
 
+/// `println!` that never panics: a closed pipe (`cairn list-agents | head`) is not an error.
+macro_rules! outln {
+    ($($arg:tt)*) => {{ let _ = std::io::Write::write_fmt(&mut std::io::stdout().lock(), format_args!("{}\n", format_args!($($arg)*))); }};
+}
+
+/// `eprintln!` that never panics (stderr may be closed, as under `jobstart`).
+macro_rules! errln {
+    ($($arg:tt)*) => {{ let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{}\n", format_args!($($arg)*))); }};
+}
+
 pub mod cli;
 pub mod daemon;
 pub mod stream;
@@ -29,6 +39,7 @@ pub mod mcp;
 mod open;
 mod render;
 pub mod review_cli;
+pub mod orch_cli;
 pub mod signals;
 pub mod tmux;
 pub mod wrap;

@@ -33,7 +33,11 @@ pub fn open_project(project_root: Option<&Path>, home: &Path, init: bool) -> Res
             }
         }
     };
-    let loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
+    let mut loaded = config::load(home, Some(&root), &|k| std::env::var(k).ok())?;
+    let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+    for name in config::unknown_env(names.iter().map(String::as_str)) {
+        loaded.warnings.push(format!("{name} is not a setting Cairn reads (CAIRN_<SECTION>_<KEY> sets a key of config.toml; see :help cairn-config)"));
+    }
     for w in &loaded.warnings {
         let _ = writeln!(std::io::stderr().lock(), "cairn: warning: {w}");
         tracing::warn!("{w}");

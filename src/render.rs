@@ -7,16 +7,6 @@ use cairn_core::lifecycle::State;
 use cairn_core::project::Project;
 use std::io::Write;
 
-/// `println!` that never panics: a closed pipe (`cairn list-agents | head`) is not an error.
-macro_rules! outln {
-    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stdout().lock(), $($arg)*); }};
-}
-
-/// `eprintln!` that never panics (stderr may be closed, as under `jobstart`).
-macro_rules! errln {
-    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stderr().lock(), $($arg)*); }};
-}
-
 /// `cairn check`: diagnostics as `file:line:col: message`, or JSON.
 pub(crate) fn check(out: &command::CheckReport, json: bool) -> i32 {
     if json {

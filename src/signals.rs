@@ -50,7 +50,10 @@ impl Drop for Registration {
 
 /// Announces that this process serves `project`, for the signal routing of other
 /// orchestrators sharing `CAIRN_HOME`.
+/// The signal directory is made here too: a shell drops files into it while this runs.
 pub fn register(project: &Project) -> Result<Registration> {
+    let signals = project.home.signals();
+    std::fs::create_dir_all(&signals).map_err(|e| Error::io(&signals, e))?;
     let dir = project.home.hosts();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = dir.join(format!("{}.root", std::process::id()));

@@ -79,6 +79,15 @@ function M.preview(id, on_done)
   require('cairn.preview').open(id, on_done)
 end
 
+--- `:CairnStart [id]`: agents held by `auto_spawn = false` start (all, or `id`).
+function M.start(id, on_done)
+  rpc.call('start', (id and id ~= '') and { id = id } or vim.empty_dict(), function(r)
+    local started = r.started or {}
+    notify.notify(#started == 0 and 'no agent was waiting to start' or ('started ' .. table.concat(started, ', ')))
+    if on_done then on_done(r) end
+  end)
+end
+
 function M.wrap(cmd, on_done)
   require('cairn.wrap').start(cmd, on_done)
 end

@@ -15,6 +15,8 @@ impl Handler {
         let path = || args.required("path").map(|p| self.relative(&p));
         Some(match method {
             "board" => Ok(exec(Command::Board)),
+            // `:CairnStart [id]`: held agents (auto_spawn = false) start.
+            "start" => Ok(args.str("id").filter(|i| !i.is_empty()).map(|i| command::resolve(project, &i)).transpose().and_then(|id| cairn_core::orchestrator::start(project, id.as_deref())).map(|ids| serde_json::json!({ "started": ids }))),
             "three_way" => path().map(|path| self.target(args.str("id")).and_then(|id| exec(Command::ThreeWay { id, path }))),
             "resolve" => path().and_then(|path| {
                 let text = args.required("text")?;

@@ -131,6 +131,9 @@ fn task_becomes_code_that_runs_to_reviewing() {
         assert!(system.contains(external), "prompt lacks {external}");
     }
     assert!(system.contains("src/util.py"), "prompt lacks the project listing");
+    // What scripts can do now: plain file code joins the proposal; nothing stale.
+    assert!(system.contains("open(), pathlib, os") && system.contains("a leading '/' is the project root"), "{system}");
+    assert!(!system.contains("No open()") && !system.contains("no os"), "{system}");
     assert!(messages[1]["content"].as_str().unwrap().contains("add a module docstring to src/util.py"));
 }
 

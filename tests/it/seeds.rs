@@ -46,3 +46,81 @@ fn seed_000s_example_script_reaches_reviewing_with_its_diff() {
     assert!(diff.contains("-print('hi')") && diff.contains("+print('hello')") && diff.contains("b/src/main.py"), "{diff}");
     assert_eq!(f.read_str("src/main.py").unwrap(), "print('hi')\n", "nothing lands before accept");
 }
+
+fn state(f: &Fixture, id: &str) -> String {
+    f.cairn(&["status", id, "--json"]).ok().json()["state"].as_str().unwrap_or_default().to_string()
+}
+
+/// Drops a signal file the way the README says.
+fn signal(f: &Fixture, name: &str, body: &str) {
+    let dir = f.home.join("signals");
+    std::fs::write(dir.join(format!(".{name}.tmp")), body).unwrap();
+    std::fs::rename(dir.join(format!(".{name}.tmp")), dir.join(name)).unwrap();
+}
+
+#[test]
+fn auto_spawn_false_holds_queued_agents_until_cairn_start() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.home_config("[orchestrator]\nauto_spawn = false\npoll_interval_ms = 20\n");
+    f.init();
+    assert!(f.home.join("signals").is_dir(), "cairn init makes the signal directory");
+    let held = f.cairn(&["queue", "--provider", "inline", "write_file('h.txt', 'held\\n')"]).ok().stdout.trim().to_string();
+    let _up = Up::start(&f);
+    // A signal taken by `up` proves its loop went round after the queue: the held agent stayed.
+    signal(&f, "q1.json", r#"{"type": "queue", "provider": "inline", "reference": "write_file('s.txt', 's\\n')"}"#);
+    wait_until(60, "the signal taken", || !f.home.join("signals/q1.json").exists());
+    let queued: Vec<String> = f.cairn(&["list-agents", "--json"]).ok().json().as_array().unwrap().iter().map(|a| a["state"].as_str().unwrap().to_string()).collect();
+    assert_eq!(queued, ["queued", "queued"], "both held by auto_spawn = false");
+    assert_eq!(state(&f, &held), "queued");
+    // `cairn run` runs at once whatever auto_spawn says.
+    assert_eq!(f.cairn(&["run", "--provider", "inline", "write_file('r.txt', 'r\\n')", "--json"]).ok().json()["state"], "reviewing");
+    let out = f.cairn(&["start", &held]).ok().stdout;
+    assert!(out.contains(&format!("started {held}")), "{out}");
+    wait_until(60, "the started agent to run", || state(&f, &held) == "reviewing");
+    let rest = f.cairn(&["start"]).ok().stdout;
+    assert!(rest.starts_with("started "), "the signal's agent: {rest}");
+    wait_until(60, "every agent reviewing", || f.cairn(&["list-agents", "--json"]).ok().json().as_array().unwrap().iter().all(|a| a["state"] == "reviewing"));
+    assert!(f.cairn(&["start"]).ok().stdout.contains("no agent was waiting"));
+    assert!(f.cairn(&["start", &held]).code != 0, "a started agent is not held");
+}
+
+#[test]
+fn up_with_a_provider_queues_signal_work_with_it() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\n");
+    f.init();
+    let mut c = f.cmd();
+    c.args(["up", "--provider", "inline"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let _up = Up { child: c.spawn().unwrap() };
+    signal(&f, "p.json", r#"{"type": "queue", "reference": "write_file('p.txt', 'from up\\n')"}"#);
+    wait_until(60, "the signal's agent reviewing", || f.cairn(&["list-agents", "--json"]).ok().json().as_array().unwrap().iter().any(|a| a["state"] == "reviewing"));
+    let a = &f.cairn(&["list-agents", "--json"]).ok().json()[0];
+    assert_eq!(a["provider"], "inline", "{a}");
+    assert!(f.cairn(&["diff", a["id"].as_str().unwrap()]).ok().stdout.contains("+from up"));
+}
+
+#[test]
+fn signals_once_takes_pending_files_and_exits() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    signal(&f, "ok.json", r#"{"type": "queue", "provider": "inline", "reference": "write_file('o.txt', 'o\\n')"}"#);
+    signal(&f, "bad.json", "{not json");
+    let out = f.cairn(&["signals", "--once"]);
+    assert_eq!(out.code, 1, "one failed: {out:?}");
+    assert!(out.stdout.contains("ok.json: done") && out.stdout.contains("bad.json: failed"), "{out:?}");
+    assert!(f.home.join("signals/failed/bad.json").exists());
+    let listed = f.cairn(&["list-agents", "--json"]).ok().json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "the queue signal queued: {listed}");
+    let again = f.cairn(&["signals", "--once"]).ok().stdout;
+    assert!(again.contains("no signal files pending"), "{again}");
+}
+
+#[test]
+fn an_unknown_cairn_variable_is_named_not_ignored() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.init();
+    let out = f.cmd().args(["status"]).env("CAIRN_MAX_AGENTS", "3").env("CAIRN_MAX_CONCURRENT_AGENTS", "2").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CAIRN_MAX_AGENTS is not a setting Cairn reads"), "{err}");
+    assert!(!err.contains("CAIRN_MAX_CONCURRENT_AGENTS"), "the seed's name is an alias: {err}");
+}

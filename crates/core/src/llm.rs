@@ -219,19 +219,6 @@ mod tests {
     use super::strip_fences;
 
     #[test]
-    fn the_prompt_tells_models_what_scripts_can_do() {
-        let dir = std::env::temp_dir().join(format!("cairn-prompt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let home = crate::project::Home::new(&dir.join("home"));
-        let project = crate::project::Project::new(&dir, home, crate::config::Config::default(), std::path::PathBuf::from("cairn")).unwrap();
-        let prompt = super::code_prompt(&project);
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(prompt.contains("open(), pathlib, os"), "plain file code works: {prompt}");
-        assert!(!prompt.contains("No open()") && !prompt.contains("no os"), "nothing stale: {prompt}");
-        assert!(prompt.contains("a leading '/' is the project root"), "{prompt}");
-    }
-
-    #[test]
     fn fences() {
         assert_eq!(strip_fences("Here:\n```python\nx = 1\n```\nDone."), "x = 1\n");
         assert_eq!(strip_fences("```\ny = 2\n```"), "y = 2\n");

@@ -17,9 +17,14 @@ pub fn parse(name: &str) -> Result<Provider> {
     }
 }
 
-/// The provider used when none is named: `file` for a reference that names a script,
-/// `llm` for other text when an LLM is configured, `file` otherwise (which then explains).
+/// The provider used when none is named: `[orchestrator] default_provider` when set, else
+/// `file` for a reference that names a script, `llm` for other text when an LLM is
+/// configured, `file` otherwise (which then explains).
 pub fn default_for(project: &Project, reference: &str) -> Provider {
+    // `[orchestrator] default_provider` (`cairn up --provider P`) wins when set.
+    if let Ok(p) = parse(&project.config.orchestrator.default_provider) {
+        return p;
+    }
     if names_script(project, reference) || !crate::llm::configured(&project.config.llm) {
         Provider::File
     } else {

@@ -160,7 +160,12 @@ pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
 /// Runs one command.
 pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
     match cmd {
-        Command::Init => Ok(Output::Init(sync::init_rebuilding(project)?)),
+        Command::Init => {
+            // Signal files have their directory from the start (a shell writes into it).
+            let signals = project.home.signals();
+            std::fs::create_dir_all(&signals).map_err(|e| Error::io(&signals, e))?;
+            Ok(Output::Init(sync::init_rebuilding(project)?))
+        }
         Command::Queue { reference, provider, priority, key } => {
             index::ensure_index(project)?;
             let rec = orchestrator::queue_once(project, &reference, provider, priority, key.as_deref())?;

@@ -29,12 +29,23 @@ pub fn queue(project: &Project, reference: &str, provider: Option<Provider>, pri
 
 /// Like [`queue`], idempotent under `key`: a retried request (a signal file taken again after
 /// a crash) returns the agent it queued the first time.
+/// With `[orchestrator] auto_spawn = false` the agent is held until [`start`].
 pub fn queue_once(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>) -> Result<AgentRecord> {
+    queue_held(project, reference, provider, priority, key, !project.config.orchestrator.auto_spawn)
+}
+
+fn queue_held(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>, held: bool) -> Result<AgentRecord> {
     if reference.trim().is_empty() {
         return Err(Error::Usage("the task reference is empty".into()));
     }
     let provider = provider.unwrap_or_else(|| providers::default_for(project, reference));
-    project.bin()?.insert(reference, provider, priority, key)
+    project.bin()?.insert(reference, provider, priority, key, held)
+}
+
+/// `cairn start [id]`: lets held agents (queued with `auto_spawn = false`) start; all of them
+/// without an id. Returns the ids released.
+pub fn start(project: &Project, id: Option<&str>) -> Result<Vec<String>> {
+    project.bin()?.release(id)
 }
 
 /// Re-queues or errors agents whose worker died (SPEC §3 restart rule).
@@ -59,7 +70,8 @@ pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRe
 /// The child comes from `pool` (started by the caller early, so that its zygote builds the
 /// interpreter while the caller re-indexes), else it is started cold.
 pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, pool: Option<&Pool>) -> Result<AgentRecord> {
-    let rec = queue(project, reference, provider, Priority::Normal)?;
+    // `cairn run` runs now: never held, whatever auto_spawn says.
+    let rec = queue_held(project, reference, provider, Priority::Normal, None, false)?;
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     loop {
         recover(project)?;

@@ -22,6 +22,7 @@ pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
 pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow, STALLED_AFTER_MS};
 mod workers;
+use workers::HELD;
 
 use super::Hash;
 use crate::error::{Error, Result};
@@ -206,7 +207,9 @@ impl Bin {
     /// Inserts a new queued agent with a fresh short id.
     /// With `key` (an idempotency key, such as a signal file's identity), a second insert with
     /// the same key returns the first agent instead of queueing another.
-    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority, key: Option<&str>) -> Result<AgentRecord> {
+    /// `held`: not claimed before [`Bin::release`] (`auto_spawn = false`), in the same
+    /// transaction, so no worker takes it first.
+    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority, key: Option<&str>, held: bool) -> Result<AgentRecord> {
         let now = crate::time::now_ms();
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if let Some(k) = key {
@@ -224,6 +227,9 @@ impl Bin {
             "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?6, ?2, ?3, ?4, ?5, ?5)",
             params![id, task, provider.as_str(), priority as i64, now, State::Queued.as_str()],
         )?;
+        if held {
+            tx.execute("UPDATE agents SET not_before_ms = ?2 WHERE id = ?1", params![id, HELD])?;
+        }
         insert_event(&tx, &id, State::Queued, &EventKind::StateChanged { message: task.to_string() })?;
         if let Some(k) = key {
             tx.execute("INSERT INTO queue_keys(key, agent_id) VALUES (?1, ?2)", params![k, id])?;

@@ -1,11 +1,17 @@
 //! Workers and the queue in `bin.db`: claiming the next queued agent within the concurrency
 //! limit, recovering agents whose worker died, and re-queueing a run that must wait (a rate
-//! limit: `not_before_ms`, the earliest claim, and `rate_limits`, the re-queues so far).
+//! limit: `not_before_ms`, the earliest claim, and `rate_limits`, the re-queues so far), and
+//! holding newly queued agents until `cairn start` (`auto_spawn = false`: `not_before_ms` is
+//! [`HELD`]).
 
-use super::{apply_transition, sql_states, AgentRecord, Bin, TransitionExtra, Worker};
+use super::{apply_transition, insert_event, sql_states, AgentRecord, Bin, TransitionExtra, Worker};
+use crate::events::EventKind;
 use crate::error::Result;
 use crate::lifecycle::{ErrorKind, State};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// `not_before_ms` of a held agent: never due until released.
+pub const HELD: i64 = i64::MAX;
 
 /// Adds `not_before_ms` and `rate_limits` to a `bin.db` made before rate-limited re-queues
 /// (once, under the write lock: two processes may open an old database at once).
@@ -53,6 +59,22 @@ impl Bin {
         apply_transition(&tx, &id, State::Generating, &TransitionExtra::default())?;
         tx.commit()?;
         Ok(Some(self.get(&id)?))
+    }
+
+    /// Releases held agents (all, or `id`): claimable from now on. Returns their ids.
+    pub fn release(&mut self, id: Option<&str>) -> Result<Vec<String>> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let ids: Vec<String> = {
+            let mut st = tx.prepare("SELECT id FROM agents WHERE state = ?1 AND not_before_ms = ?2 AND (?3 IS NULL OR id = ?3) ORDER BY seq")?;
+            let rows = st.query_map(params![State::Queued.as_str(), HELD, id], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &ids {
+            tx.execute("UPDATE agents SET not_before_ms = NULL WHERE id = ?1", [id])?;
+            insert_event(&tx, id, State::Queued, &EventKind::StateChanged { message: "started (cairn start)".into() })?;
+        }
+        tx.commit()?;
+        Ok(ids)
     }
 
     /// Recovers agents whose worker died mid-run: re-queued once, errored ("interrupted") the

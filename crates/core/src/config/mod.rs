@@ -39,10 +39,15 @@ macro_rules! keys {
     };
 }
 
+mod env;
+pub use env::{unknown_env, ENV_ALIASES};
+
 keys! {
     "orchestrator" "max_concurrent_agents" Kind::Int { min: 1 }, "5", "How many agents may execute at once, across every cairn process of the project.";
     "orchestrator" "signal_polling" Kind::Bool, "true", "Whether `cairn up` and the Neovim host take signal files from $CAIRN_HOME/signals/.";
     "orchestrator" "poll_interval_ms" Kind::Int { min: 10 }, "250", "How often the queue and the signal directory are polled, in milliseconds.";
+    "orchestrator" "auto_spawn" Kind::Bool, "true", "Whether queued agents start by themselves (in `cairn up` and the Neovim host); false holds each newly queued agent until `cairn start` or :CairnStart.";
+    "orchestrator" "default_provider" Kind::Choice(&["", "file", "inline", "llm"]), "\"\"", "The provider of work queued without one (signal files, `cairn queue`); empty: a .pym script is file, other text llm when an LLM is configured. `cairn up --provider P` sets it for that process.";
     "sandbox" "timeout_seconds" Kind::Int { min: 1 }, "60", "Wall-clock limit of one agent run; the sandbox process is killed at the limit.";
     "sandbox" "max_memory_mb" Kind::Int { min: 16 }, "100", "Memory available to the agent's script, in MiB.";
     "sandbox" "max_recursion" Kind::Int { min: 50 }, "1000", "Python recursion limit inside the sandbox.";
@@ -100,6 +105,8 @@ pub struct Orchestrator {
     pub max_concurrent_agents: u32,
     pub signal_polling: bool,
     pub poll_interval_ms: u64,
+    pub auto_spawn: bool,
+    pub default_provider: String,
 }
 
 /// `[sandbox]`: the bounds of one agent run.
@@ -356,7 +363,9 @@ pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -
     }
     for def in SCHEMA {
         let var = format!("CAIRN_{}_{}", def.section.to_uppercase(), def.key.to_uppercase());
-        if let Some(raw) = env(&var) {
+        let alias = ENV_ALIASES.iter().find(|(_, s, k)| *s == def.section && *k == def.key).map(|(a, _, _)| *a);
+        let found = env(&var).map(|raw| (raw, var.clone())).or_else(|| alias.and_then(|a| env(a).map(|raw| (raw, a.to_string()))));
+        if let Some((raw, var)) = found {
             let value = parse_env(def, &raw, &var)?;
             section_mut(&mut table, def.section).insert(def.key.to_string(), value);
         }
