@@ -316,12 +316,16 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Undo { id } => (Command::Undo { id }, false),
         Cmd::Preview { id, tmux } => {
             let project = open_project(root, home, false)?;
+            let id = command::resolve(&project, &id)?;
             let out = command::execute(&project, Command::Preview { id: id.clone() })?;
             if let Output::Preview(m) = &out {
-                if tmux {
-                    crate::tmux::open_preview(&project, "nvim", &m.path, None, None)?;
-                }
                 outln!("{}", m.path.display());
+                if tmux {
+                    let opened = crate::tmux::open_preview(&project, &id, "nvim", &m.path, None, None)?;
+                    if let Some(s) = opened.session {
+                        errln!("cairn: the preview is in tmux session {s} (tmux attach -t {s})");
+                    }
+                }
             }
             return Ok(0);
         }

@@ -10,6 +10,7 @@ local M = {}
 ---@class cairn.Config
 ---@field binary string? Path of the cairn binary; default: `cairn` on PATH, else the plugin's target/release/cairn.
 ---@field project_root string? Project root; default: nearest ancestor of the cwd with .agentfs/, else the cwd.
+---@field cairn_home string? Cairn's home (config.toml, logs, signals); default: $CAIRN_HOME, else the platform data directory.
 ---@field ghost_text boolean Show the selected agent's changes as ghost text.
 ---@field auto_reload boolean Reload unmodified buffers after accept and undo.
 ---@field keymaps cairn.Keymaps|false Default mappings; false for none.
@@ -17,6 +18,7 @@ local M = {}
 M.schema = {
   binary = { type = 'string', optional = true, desc = 'path of the cairn binary' },
   project_root = { type = 'string', optional = true, desc = 'project root' },
+  cairn_home = { type = 'string', optional = true, desc = "Cairn's home (config.toml, logs, signals)" },
   ghost_text = { type = 'boolean', default = true, desc = 'show ghost text' },
   auto_reload = { type = 'boolean', default = true, desc = 'reload unmodified buffers after accept' },
   keymaps = {

@@ -17,7 +17,9 @@ function M.open(id, on_done)
 end
 
 function M.show(r)
-  if r.pane and r.pane ~= vim.NIL then
+  if r.pane and r.pane ~= vim.NIL and r.session and r.session ~= vim.NIL then
+    notify.notify('preview of ' .. r.id .. ' in tmux session ' .. r.session .. ' (tmux attach -t ' .. r.session .. ')')
+  elseif r.pane and r.pane ~= vim.NIL then
     notify.notify('preview of ' .. r.id .. ' in tmux pane ' .. r.pane)
   else
     local file = (r.file ~= vim.NIL and r.file) or r.path

@@ -78,7 +78,12 @@ function M.start()
     return nil
   end
   local root = M.project_root()
-  local ok, chan = pcall(vim.fn.jobstart, { bin, '--project-root', root, 'nvim' }, {
+  local argv = { bin, '--project-root', root }
+  if config.values.cairn_home then
+    vim.list_extend(argv, { '--cairn-home', vim.fn.fnamemodify(vim.fn.expand(config.values.cairn_home), ':p') })
+  end
+  table.insert(argv, 'nvim')
+  local ok, chan = pcall(vim.fn.jobstart, argv, {
     rpc = true,
     cwd = root,
     on_exit = function(_, code)

@@ -211,7 +211,7 @@ impl Handler {
             self.ready.wait();
         }
         Ok(match method {
-            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "ui": project.config.ui, "indexing": !self.ready.is_ready() })),
+            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "home": project.home.dir, "ui": project.config.ui, "indexing": !self.ready.is_ready() })),
             "queue" => {
                 let task = args.required("task")?;
                 let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -285,14 +285,15 @@ impl Handler {
             (Some(f), Some(l)) => Some(cairn_core::review::hunk_review::file_hunks(&self.project, id)?.iter().find(|h| &h.path == f).map_or(l, |h| cairn_core::review::hunks::map_line(&h.hunks, l))),
             _ => line,
         };
-        let pane = if crate::tmux::inside_tmux() {
+        let opened = if crate::tmux::available(&self.project) {
             let editor = args.str("editor").unwrap_or_else(|| "nvim".into());
-            Some(crate::tmux::open_preview(&self.project, &editor, &m.path, file.as_deref(), line)?)
+            Some(crate::tmux::open_preview(&self.project, id, &editor, &m.path, file.as_deref(), line)?)
         } else {
             None
         };
+        let (pane, session) = opened.map_or((None, None), |o| (Some(o.pane), o.session));
         Ok(serde_json::json!({
-            "id": id, "path": m.path, "pane": pane,
+            "id": id, "path": m.path, "pane": pane, "session": session,
             "file": file.map(|f| m.path.join(f)), "line": line,
         }))
     }

@@ -124,3 +124,48 @@ fn an_unknown_cairn_variable_is_named_not_ignored() {
     assert!(err.contains("CAIRN_MAX_AGENTS is not a setting Cairn reads"), "{err}");
     assert!(!err.contains("CAIRN_MAX_CONCURRENT_AGENTS"), "the seed's name is an alias: {err}");
 }
+
+/// `cairn preview ID --tmux` outside tmux, on a tmux server private to the test.
+/// Its `nvim` is a stand-in that stays, as an editor does, until the server is killed.
+fn preview(f: &Fixture, tmpdir: &std::path::Path, id: &str) -> Run {
+    let bin = tmpdir.join("bin");
+    if !bin.join("nvim").exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("nvim"), "#!/bin/sh\nexec sleep 3600\n").unwrap();
+        std::fs::set_permissions(bin.join("nvim"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    Run::from(f.cmd().args(["preview", id, "--tmux"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir).env("PATH", path).output().unwrap())
+}
+
+fn panes(tmpdir: &std::path::Path, session: &str) -> usize {
+    let out = std::process::Command::new("tmux").args(["list-panes", "-s", "-t", session, "-F", "#{pane_id}"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn outside_tmux_previews_open_in_a_session_of_their_own_laid_out() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let tmpdir = tempfile::tempdir().unwrap();
+    let a = f.run_ok("write_file('a.txt', 'A\\n')").id;
+    let b = f.run_ok("write_file('b.txt', 'B\\n')").id;
+    // Off by default: outside tmux, a clear refusal that names the setting.
+    let refused = preview(&f, tmpdir.path(), &a);
+    assert!(refused.code != 0 && refused.stderr.contains("auto_create_session"), "{refused:?}");
+    f.home_config("[tmux]\nauto_create_session = true\n");
+    let first = preview(&f, tmpdir.path(), &a);
+    assert_eq!(first.code, 0, "{first:?}");
+    let session = first.stderr.split("tmux attach -t ").nth(1).and_then(|s| s.split(')').next()).unwrap_or_default().to_string();
+    assert!(session.starts_with("cairn-"), "the session is named: {first:?}");
+    assert_eq!(panes(tmpdir.path(), &session), 1);
+    // Without a layout, the next preview reuses the pane.
+    assert_eq!(preview(&f, tmpdir.path(), &b).code, 0);
+    assert_eq!(panes(tmpdir.path(), &session), 1, "one reused preview pane");
+    // With a layout, each agent has its own pane.
+    f.home_config("[tmux]\nauto_create_session = true\nlayout = \"tiled\"\n");
+    assert_eq!(preview(&f, tmpdir.path(), &a).code, 0);
+    assert_eq!(preview(&f, tmpdir.path(), &b).code, 0);
+    assert_eq!(preview(&f, tmpdir.path(), &a).code, 0, "the agent's own pane again");
+    assert_eq!(panes(tmpdir.path(), &session), 3, "the first shared pane, then one per agent");
+    let _ = std::process::Command::new("tmux").args(["kill-server"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir.path()).status();
+}

@@ -72,6 +72,8 @@ keys! {
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
+    "tmux" "auto_create_session" Kind::Bool, "false", "Outside tmux, open previews in a detached tmux session of their own (cairn-<project>; `tmux attach -t` it) instead of a Neovim tab.";
+    "tmux" "layout" Kind::Choice(&["", "main-vertical", "main-horizontal", "even-horizontal", "even-vertical", "tiled"]), "\"\"", "Several previews at once: each agent's preview gets its own pane, arranged with this tmux layout. Empty: one preview pane, reused by the next preview.";
     "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Record each proposal as a jj change (accept abandons it once its content is in the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found.";
     "jj" "describe" Kind::Str, "\"cairn: {agent} {summary}\"", "Description of an agent's jj change: {agent} is the agent id, {summary} its summary (or its task's first line); Cairn adds a Cairn-Agent trailer.";
     "jj" "program" Kind::Str, "\"jj\"", "The jj executable: a path, or a name looked up on PATH.";
@@ -165,6 +167,8 @@ pub struct Gc {
 pub struct Tmux {
     pub split: String,
     pub size: String,
+    pub auto_create_session: bool,
+    pub layout: String,
 }
 
 /// `[jj]`.
