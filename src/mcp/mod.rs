@@ -6,8 +6,9 @@
 //!
 //! Every tool answers with a JSON object (`structuredContent`, declared by its
 //! `outputSchema`) and a text rendering beside it; a tool that fails answers a result with
-//! `isError` and a message the model can act on. JSON-RPC errors are left to protocol faults
-//! (unknown tool, malformed arguments). Core calls block, so they run on the blocking pool.
+//! `isError` and a message the model can act on, as do arguments of the wrong shape (the MCP
+//! specification has input validation errors as tool results). JSON-RPC errors are left to
+//! protocol faults (an unknown tool). Core calls block, so they run on the blocking pool.
 //! - [`identity`]: who the server acts as;
 //! - [`params`]: the tools' arguments;
 //! - [`task_tools`]: the task graph and sessions;
@@ -370,7 +371,8 @@ impl Server {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     /// As the router calls tools, except that arguments of the wrong shape are refused naming
-    /// the argument at fault (a protocol fault: a JSON-RPC error).
+    /// the argument at fault: a failed result (`isError`), as rmcp answers them, or, should a
+    /// JSON-RPC invalid-params error come back, that error with the same explanation.
     async fn call_tool(&self, request: rmcp::model::CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         let tool = self.tool_router.get(&request.name).cloned();
         let args = request.arguments.clone();
@@ -381,7 +383,7 @@ impl ServerHandler for Server {
                 Some(why) => Err(ErrorData::invalid_params(format!("{why} ({})", e.message), None)),
                 None => Err(e),
             },
-            // Newer protocol versions get the same fault as a failed result.
+            // rmcp answers a deserialization failure as a failed result, whatever the version.
             Ok(rmcp::model::CallToolResponse::Complete(r)) if r.is_error == Some(true) && r.structured_content.is_none() => Ok(rmcp::model::CallToolResponse::Complete(match why() {
                 Some(why) => failed("usage", format!("{why}; see the tool's input schema")),
                 None => r,

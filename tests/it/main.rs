@@ -12,6 +12,7 @@ mod cli;
 mod config_gc;
 mod corpus;
 mod crash;
+mod doc_truth;
 mod events;
 mod externals;
 mod fidelity;

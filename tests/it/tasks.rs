@@ -47,10 +47,10 @@ fn checks_run_in_the_workspace_and_gate_accept_and_close() {
     f.init();
     let t = task_json(&f, &["create", "add marker", "--check", "marker exists=test -f marker.txt", "--check", "app untouched=grep -q 'x = 1' src/app.py"]);
     let id = t["id"].as_str().unwrap().to_string();
-    // No proposal yet: nothing to check, and the task cannot close.
+    // No proposal yet: the checks run on the project as it is, where there is no marker.
     let r = f.cairn(&["task", "transition", &id, "done"]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("no proposal"), "{r:?}");
+    assert!(r.stderr.contains("checks not passing: marker exists (fail)"), "{r:?}");
     let s = f.run_ok("write_file('marker.txt', 'here\\n')\n");
     link(&f, &id, &s.id);
     // The checks run where the proposal is: marker.txt exists only in the agent's workspace.

@@ -79,17 +79,20 @@ pub fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
     Some(TaskBrief { id: t.id, status: t.status, checks })
 }
 
-/// Builds the status of an agent record.
-pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Result<Status> {
-    // A damaged overlay does not hide the agent: its status says so instead of failing.
-    let (changes, damage) = if with_changes {
-        match review::changes(project, &rec.id) {
-            Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect(), None),
-            Err(e @ Error::Overlay { .. }) => (Vec::new(), Some(e.to_string())),
-            Err(e) => return Err(e),
+/// Builds the status of an agent record: `changes` always; `detailed` (one agent's own
+/// status) adds its task and the jj integration, and fails where reading its changes fails,
+/// where a listing of many shows the agent without them.
+pub fn status_of(project: &Project, rec: &AgentRecord, detailed: bool) -> Result<Status> {
+    // A damaged overlay does not hide the agent: its status says so instead of failing. One
+    // being created (a running agent's) is not damage.
+    let (changes, damage) = match review::changes(project, &rec.id) {
+        Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect(), None),
+        Err(e @ Error::Overlay { .. }) if detailed || !rec.state.is_running() => (Vec::new(), Some(e.to_string())),
+        Err(e) if detailed => return Err(e),
+        Err(e) => {
+            tracing::debug!("changes of {} not listed: {e}", rec.id);
+            (Vec::new(), None)
         }
-    } else {
-        (Vec::new(), None)
     };
     Ok(Status {
         id: rec.id.clone(),
@@ -110,9 +113,9 @@ pub fn status_of(project: &Project, rec: &AgentRecord, with_changes: bool) -> Re
         undone: rec.state == State::Undone,
         revision: rec.revision,
         in_progress: rec.state.is_running(),
-        for_task: if with_changes { task_brief(project, &rec.id) } else { None },
+        for_task: if detailed { task_brief(project, &rec.id) } else { None },
         jj: project.bin()?.jj_get(&rec.id)?,
-        jj_integration: (with_changes && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
+        jj_integration: (detailed && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
         state_changed_ms: rec.state_changed_ms,
         overlaps: Vec::new(),
     })

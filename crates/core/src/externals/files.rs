@@ -19,7 +19,7 @@ pub const MAX_TREE_ENTRIES: usize = 5_000;
 /// Bytes one run may read through `read_file` and `search_content` together.
 pub const MAX_READ_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Refuses a write or delete of a protected path, naming the path and the rule.
+/// Refuses a read, write or delete of a protected path, naming the path and the rule.
 pub(super) fn refuse_protected(rel: &str) -> Result<(), CallError> {
     match paths::protected(rel) {
         Some(rule) => Err(raise("PermissionError", format!("{rel:?} is protected: {rule}"))),
@@ -50,6 +50,7 @@ impl Host<'_> {
     }
 
     pub(super) fn read_file(&mut self, rel: &str) -> Result<Value, CallError> {
+        refuse_protected(rel)?;
         let from_overlay = self.overlay().get(rel)?.is_some();
         match self.view.read_capped(rel, MAX_READ_FILE_BYTES)? {
             Some(Capped::TooLarge(size)) => Err(raise("ValueError", format!("file too large: {rel} is {size} bytes; read_file reads at most {MAX_READ_FILE_BYTES}"))),
@@ -147,6 +148,9 @@ impl Host<'_> {
     /// `list_dir(path)`: names. With `depth` > 1 or `sizes`: entries `{path, type, size?}`
     /// down to `depth` levels (paths relative to `rel`), at most [`MAX_TREE_ENTRIES`].
     pub(super) fn list_dir(&self, rel: &str, depth: u64, sizes: bool) -> Result<Value, CallError> {
+        if self.view.node(rel)? != Node::File {
+            refuse_protected(rel)?;
+        }
         if self.view.node(rel)? == Node::Dir && (depth > 1 || sizes) {
             let mut out = Vec::new();
             self.tree(rel, "", depth.min(MAX_TREE_DEPTH), sizes, &mut out)?;

@@ -8,14 +8,17 @@
 //! - [`args`]: reading and describing call arguments;
 //! - [`files`]: read, write, delete, list and test files;
 //! - [`edit`]: edit by old/new text, move;
-//! - [`search`]: glob and regex search.
+//! - [`search`]: glob and regex search;
+//! - [`signature`]: the parameters of each signature (what the pre-flight check judges).
 
 mod args;
 mod edit;
 mod files;
 mod search;
+mod signature;
 mod written;
 
+pub use signature::Param;
 pub use written::{Applied, Skipped, Staged};
 
 use crate::config::Sandbox as Limits;
@@ -59,7 +62,8 @@ impl External {
         crate::events::WRITING_TOOLS.contains(&self.as_str())
     }
 
-    /// The Python signature, as the LLM prompt shows it.
+    /// The Python signature, as the LLM prompt shows it and the pre-flight check reads it
+    /// ([`External::params`]).
     pub fn signature(self) -> &'static str {
         match self {
             External::ReadFile => "read_file(path: str, tagged: bool = False) -> str",
@@ -73,8 +77,8 @@ impl External {
             External::SearchFiles => "search_files(pattern: str) -> list[str]",
             External::SearchContent => "search_content(pattern: str, path: str = \".\", glob: str = None, ignore_case: bool = False, context: int = 0, max_results: int = 10000) -> list[dict]",
             External::AskLlm => "ask_llm(prompt: str, context: str = \"\") -> str",
-            External::SubmitResult => "submit_result(summary: str, changed_files: list[str]) -> bool",
-            External::Log => "log(message: str) -> bool",
+            External::SubmitResult => "submit_result(summary: str, changed_files: list[str] = None) -> bool",
+            External::Log => "log(message: object = \"\") -> bool",
         }
     }
 
@@ -87,7 +91,7 @@ impl External {
             External::EditFile => "replace text: edits {old_text, new_text, replace_all?}, each old_text found exactly once (or every time with replace_all); all apply or none; returns {path, diff}",
             External::MoveFile => "rename a file (dst must not exist); the review shows a rename",
             External::DeleteFile => "delete a file",
-            External::ListDir => "sorted names, directories end with '/'; with depth > 1 or sizes: dicts {path, type, size?} down the tree",
+            External::ListDir => "sorted names, directories end with '/'; with depth > 1 or sizes: dicts {path, type} down the tree, files with size when sizes",
             External::FileExists => "does a file or directory exist",
             External::SearchFiles => "glob over the project ('**' crosses directories, '*' does not)",
             External::SearchContent => "regex search, dicts with file, line (1-based), text (and before/after with context); glob filters files",

@@ -119,7 +119,8 @@ impl Host<'_> {
         match search::content(&self.view, pattern, under, bounds) {
             Ok((hits, read)) => {
                 self.charge_read(read)?;
-                let keep = |h: &&search::Hit| match &filter {
+                // A protected file's content is off limits as a read of it is.
+                let keep = |h: &&search::Hit| crate::paths::protected(&h.file).is_none() && match &filter {
                     Some((g, true)) => g.is_match(&h.file),
                     Some((g, false)) => g.is_match(h.file.rsplit('/').next().unwrap_or(&h.file)),
                     None => true,

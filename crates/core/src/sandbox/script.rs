@@ -2,7 +2,10 @@
 //! transform that lets `await f()` and `f()` both work (externals are synchronous calls, so
 //! every `async`/`await` keyword is removed from the token stream).
 //!
-//! The check works on the parsed AST and reports `line:col: message` diagnostics.
+//! The check works on the parsed AST and reports `line:col: message` diagnostics; [`calls`]
+//! judges the arguments of each call to an external.
+
+mod calls;
 
 use super::policy::{self, ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, SAFE_BUILTINS};
 use crate::externals;
@@ -72,7 +75,8 @@ pub fn transform(source: &str) -> Result<String, Diagnostic> {
     Ok(out)
 }
 
-/// The pre-flight check: syntax, imports, calls to unknown or forbidden functions.
+/// The pre-flight check: syntax, imports, calls to unknown or forbidden functions, the
+/// arguments of calls to externals.
 pub fn check(source: &str) -> Vec<Diagnostic> {
     let parsed = match parser::parse_module(source) {
         Ok(p) => p,
@@ -114,7 +118,10 @@ impl<'a> Visitor<'a> for Binder {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::FunctionDef(f) => {
-                self.names.insert(f.name.to_string());
+                // An `@external` stub is the external itself: its calls are checked as such.
+                if !(is_external_stub(f) && f.name.parse::<externals::External>().is_ok()) {
+                    self.names.insert(f.name.to_string());
+                }
                 for p in f.parameters.iter() {
                     self.names.insert(p.name().to_string());
                 }
@@ -134,7 +141,12 @@ impl<'a> Visitor<'a> for Binder {
                 }
             }
             Stmt::ImportFrom(i) => {
+                let grail = i.level == 0 && i.module.as_ref().is_some_and(|m| m.as_str() == "grail");
                 for a in &i.names {
+                    // `from grail import read_file` names the external itself.
+                    if grail && a.asname.is_none() && a.name.parse::<externals::External>().is_ok() {
+                        continue;
+                    }
                     self.names.insert(a.asname.as_ref().unwrap_or(&a.name).to_string());
                 }
             }
@@ -198,6 +210,15 @@ impl<'a> Visitor<'a> for Binder {
         }
         ast::visitor::walk_pattern(self, p);
     }
+}
+
+/// Is `f` decorated `@external` (or `@grail.external`)?
+fn is_external_stub(f: &ast::StmtFunctionDef) -> bool {
+    f.decorator_list.iter().any(|d| match &d.expression {
+        Expr::Name(n) => n.id.as_str() == "external",
+        Expr::Attribute(a) => a.attr.as_str() == "external" && matches!(a.value.as_ref(), Expr::Name(n) if n.id.as_str() == "grail"),
+        _ => false,
+    })
 }
 
 struct Checker<'s> {
@@ -274,7 +295,10 @@ impl<'a> Visitor<'a> for Checker<'_> {
                     let at = n.range().start().to_usize();
                     if FORBIDDEN_BUILTINS.contains(&name) && !self.bound.contains(name) {
                         self.report(at, format!("call to forbidden builtin '{name}'"));
-                    } else if !self.bound.contains(name) && !SAFE_BUILTINS.contains(&name) && !externals::names().any(|n| n == name) {
+                    } else if let (false, Ok(external)) = (self.bound.contains(name), name.parse::<externals::External>()) {
+                        let found = calls::check(external, call);
+                        self.diags.extend(calls::diagnostics(self.source, found));
+                    } else if !self.bound.contains(name) && !SAFE_BUILTINS.contains(&name) {
                         self.report(at, format!("call to unknown function '{name}'"));
                     }
                 }

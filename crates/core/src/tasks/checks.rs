@@ -1,5 +1,5 @@
 //! Running a task's `cmd` checks: each in a fresh confined run workspace of the task's
-//! proposal ([`crate::runbox`]), with a timeout, and the output's tail in
+//! proposal, or of the project as it is when the task has none ([`crate::runbox`]), with a timeout, and the output's tail in
 //! `.grail/runs/<task>-<timestamp>-<n>.log`. The result is stored on the task.
 
 use super::{refused, CheckResult, TaskRow};
@@ -56,12 +56,13 @@ pub(super) fn run_unpassed(project: &Project, who: &str, t: &mut TaskRow) -> Res
 }
 
 fn run_these(project: &Project, who: &str, t: &mut TaskRow, indices: &[usize]) -> Result<()> {
-    let Some(agent) = t.agent.clone() else {
-        return Err(refused(&t.id, "has no proposal to check yet (checks run in a copy of its proposal)"));
-    };
     // Every check gets a fresh run workspace of the proposal as accept would leave it: never
-    // the preview the user may be editing, never the working tree.
-    let changes = crate::review::diff::changes(project, &agent)?;
+    // the preview the user may be editing, never the working tree. A task without a proposal
+    // (work done by hand) is checked on the project as it is: an empty proposal.
+    let changes = match &t.agent {
+        Some(agent) => crate::review::diff::changes(project, agent)?,
+        None => Vec::new(),
+    };
     let mut summary = Vec::new();
     for &i in indices {
         let check = &mut t.checks[i];

@@ -137,9 +137,18 @@ pub fn install_guards(vm: &VirtualMachine, builtins: &PyDictRef) -> PyResult<()>
     Ok(())
 }
 
+/// The arguments of `Input`, positional or by keyword as documented.
+#[derive(rustpython_vm::FromArgs)]
+struct InputArgs {
+    #[pyarg(any)]
+    name: String,
+    #[pyarg(any, optional)]
+    default: OptionalArg<PyObjectRef>,
+}
+
 /// Values for `Input(name, default=None)`.
 pub fn input_fn(vm: &VirtualMachine, inputs: &'static std::sync::OnceLock<serde_json::Map<String, serde_json::Value>>) -> PyObjectRef {
-    vm.new_function("Input", move |name: String, default: OptionalArg<PyObjectRef>, vm: &VirtualMachine| -> PyResult {
+    vm.new_function("Input", move |InputArgs { name, default }: InputArgs, vm: &VirtualMachine| -> PyResult {
         match inputs.get().and_then(|m| m.get(&name)) {
             Some(v) => rustpython_vm::py_serde::deserialize(vm, v.clone()).map_err(|e| vm.new_value_error(e.to_string())),
             None => Ok(default.unwrap_or_none(vm)),

@@ -54,7 +54,8 @@ def rel(p):
 
 
 def refuse_protected(p):
-    """PermissionError for Cairn's and the repository's own files (the externals' rule)."""
+    """PermissionError for Cairn's and the repository's own files (the externals' rule): not
+    read, listed, written or deleted."""
     parts = rel(p).lower().split("/")
     if any(c in _PROTECTED["dirs"] for c in parts) or parts[-1] in _PROTECTED["files"]:
         raise PermissionError(13, "Permission denied: %r is off limits to agents (repository and cairn machinery)" % _fspath(p))
@@ -122,6 +123,7 @@ def entries(p):
 
 
 def read_bytes(p):
+    refuse_protected(p)
     r = rel(p)
     k = kind(p)
     if k == "dir":
@@ -213,8 +215,7 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
     # The sandbox's locale is UTF-8 ("locale" is what io.text_encoding gives for None).
     encoding = "utf-8" if encoding in (None, "locale") else encoding
     errors = errors or "strict"
-    if set(mode) & set("wax+"):
-        refuse_protected(file)
+    refuse_protected(file)
     k = kind(file)
     if k == "dir":
         raise IsADirectoryError(21, "Is a directory", _fspath(file))
@@ -249,6 +250,7 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
 
 
 def listdir(p="."):
+    refuse_protected(p)
     k = kind(p)
     if k is None:
         raise FileNotFoundError(2, "No such file or directory", _fspath(p))
