@@ -227,6 +227,9 @@ pub enum Cmd {
     /// The confined side of a run (see `cairn_core::runbox`).
     #[command(name = "__confine", hide = true)]
     Confine {},
+    /// The diff editor Cairn gives `jj diffedit` (see `cairn_core::jj::editor`).
+    #[command(name = "__jj-edit", hide = true)]
+    JjEdit { plan: PathBuf, left: PathBuf, right: PathBuf },
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
         /// Confine this process like a sandbox child and report what is still possible.
@@ -266,6 +269,9 @@ pub fn main() -> i32 {
     if let Cmd::Confine {} = &cli.command {
         return cairn_core::runbox::enter::main();
     }
+    if let Cmd::JjEdit { plan, left, right } = &cli.command {
+        return cairn_core::jj::editor::tool_main(plan, left, right);
+    }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
     match run(cli, &home) {
@@ -292,7 +298,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
         // Handled by `main` before logging starts.
-        Cmd::Sandbox { .. } | Cmd::Confine { .. } => return Ok(0),
+        Cmd::Sandbox { .. } | Cmd::Confine { .. } | Cmd::JjEdit { .. } => return Ok(0),
         Cmd::Nvim => return crate::host::run(open_project(root, home, false)?).map(|_| 0),
         Cmd::Orch(cmd) => return crate::orch_cli::run(opened(root, home)?, cmd),
         Cmd::Doctor { json } => return Ok(crate::render::doctor(&cairn_core::doctor::run(&open_project(root, home, false)?)?, json)),

@@ -160,7 +160,7 @@ fn status(s: &Status) {
     if let Some(d) = &s.jj_integration {
         match (&d.version, &d.program) {
             (Some(v), Some(p)) if d.on => outln!("jj        on: jj {v} ({})", esc(&p.display().to_string())),
-            _ => outln!("jj        off: {}", esc(&d.why)),
+            _ => outln!("jj        {}: {}", if d.error { "ERROR" } else { "off" }, esc(&d.why)),
         }
     }
     if let Some(j) = s.jj.as_ref().filter(|j| !j.change.is_empty()) {
@@ -190,7 +190,7 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
     board(&o.board);
     match (&o.jj.version, &o.jj.program) {
         (Some(v), Some(p)) if o.jj.on => outln!("jj        on: jj {v} ({}): proposals are jj changes", esc(&p.display().to_string())),
-        _ => outln!("jj        off: {}", esc(&o.jj.why)),
+        _ => outln!("jj        {}: {}", if o.jj.error { "ERROR" } else { "off" }, esc(&o.jj.why)),
     }
     Ok(0)
 }
@@ -305,6 +305,7 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
         }
         match (&report.jj.version, &report.jj.program) {
             (Some(v), Some(p)) if report.jj.on => outln!("jj: on, jj {v} ({}): proposals are jj changes (see :help cairn-jj)", esc(&p.display().to_string())),
+            _ if report.jj.error => outln!("jj: ERROR ({})", esc(&report.jj.why)),
             _ => outln!("jj: off ({})", esc(&report.jj.why)),
         }
         match report.confined_runs.as_str() {

@@ -57,6 +57,8 @@ function M.check()
   local jj = info.jj
   if type(jj) == 'table' and jj.on then
     h.ok('jj: on, jj ' .. tostring(jj.version) .. ' (' .. tostring(jj.program) .. '): proposals are jj changes (see :help cairn-jj)')
+  elseif type(jj) == 'table' and jj.error then
+    h.error('jj: ' .. tostring(jj.why), { 'install jj 0.45 or newer, set [jj] program, or set [jj] enabled = "auto" (see :help cairn-jj)' })
   elseif type(jj) == 'table' then
     h.info('jj: off (' .. tostring(jj.why) .. ')')
   end

@@ -7,14 +7,14 @@ use crate::support::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn jj() -> PathBuf {
+pub(crate) fn jj() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/jj/bin/jj");
     assert!(p.exists(), "jj is missing: run `bash scripts/test.sh` (it installs .venv/jj)");
     p
 }
 
 /// The user's jj: their identity, no config of their own.
-fn user_jj(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn user_jj(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(jj())
         .current_dir(dir)
         .env("JJ_CONFIG", "/dev/null")
@@ -28,7 +28,7 @@ fn user_jj(dir: &Path, args: &[&str]) -> String {
 
 /// A jj repository (colocated with git or not) with a committed base and Cairn initialized,
 /// its `[jj] program` the test's jj.
-fn repo(colocate: bool, files: &[(&str, &[u8])]) -> Fixture {
+pub(crate) fn repo(colocate: bool, files: &[(&str, &[u8])]) -> Fixture {
     let f = Fixture::new();
     for (p, c) in files {
         f.write(p, c);
@@ -45,7 +45,7 @@ fn repo(colocate: bool, files: &[(&str, &[u8])]) -> Fixture {
 }
 
 /// The agent's change as `status --json` shows it: (change id, status).
-fn change_of(f: &Fixture, id: &str) -> (String, String) {
+pub(crate) fn change_of(f: &Fixture, id: &str) -> (String, String) {
     let s = f.cairn(&["status", id, "--json"]).ok().json();
     let j = &s["jj"];
     assert!(j.is_object(), "no jj change on {id}: {s}");
@@ -54,7 +54,7 @@ fn change_of(f: &Fixture, id: &str) -> (String, String) {
 
 /// A git-style diff with the parts jj and Cairn print differently made alike: no `index`
 /// lines, hunk headers with explicit counts.
-fn normalized(diff: &str) -> String {
+pub(crate) fn normalized(diff: &str) -> String {
     let mut out = String::new();
     for line in diff.lines() {
         if line.starts_with("index ") {
@@ -74,15 +74,15 @@ fn normalized(diff: &str) -> String {
 }
 
 /// The project's files without the repositories' own (`.jj`, `.git`).
-fn user_files(f: &Fixture) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn user_files(f: &Fixture) -> Vec<(String, Vec<u8>)> {
     f.tree().into_iter().filter(|(p, _)| !p.starts_with(".jj") && !p.starts_with(".git")).collect()
 }
 
-fn visible_with(f: &Fixture, text: &str) -> usize {
+pub(crate) fn visible_with(f: &Fixture, text: &str) -> usize {
     user_jj(&f.root, &["log", "--no-graph", "-r", &format!("description(substring:{text:?})"), "-T", "change_id ++ \"\\n\""]).lines().count()
 }
 
-const BASE: &[(&str, &[u8])] = &[
+pub(crate) const BASE: &[(&str, &[u8])] = &[
     ("f.txt", b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\no\np\n"),
     ("old.txt", b"old\n"),
     ("b.bin", b"\xff\xfebin\x00x"),
@@ -90,8 +90,8 @@ const BASE: &[(&str, &[u8])] = &[
     ("run.sh", b"#!/bin/sh\necho run\n"),
 ];
 
-const AGENT_A: &str = "s = read_file('f.txt').replace('b\\n', 'B\\n').replace('h\\n', 'H\\n').replace('o\\n', 'O\\n')\nwrite_file('f.txt', s)\nwrite_file('run.sh', '#!/bin/sh\\necho changed\\n')\ndelete_file('old.txt')\nopen('b.bin', 'wb').write(b'\\xff\\xfebin\\x00y')\n";
-const AGENT_B: &str = "write_file('sub/new.txt', 'new\\n')\nwrite_file('keep.txt', 'kept and changed\\n')\n";
+pub(crate) const AGENT_A: &str = "s = read_file('f.txt').replace('b\\n', 'B\\n').replace('h\\n', 'H\\n').replace('o\\n', 'O\\n')\nwrite_file('f.txt', s)\nwrite_file('run.sh', '#!/bin/sh\\necho changed\\n')\ndelete_file('old.txt')\nopen('b.bin', 'wb').write(b'\\xff\\xfebin\\x00y')\n";
+pub(crate) const AGENT_B: &str = "write_file('sub/new.txt', 'new\\n')\nwrite_file('keep.txt', 'kept and changed\\n')\n";
 
 #[test]
 fn two_proposals_are_two_changes_with_the_exact_diff_and_the_user_is_untouched() {
@@ -102,11 +102,13 @@ fn two_proposals_are_two_changes_with_the_exact_diff_and_the_user_is_untouched()
         let a = f.run_ok(AGENT_A);
         // run.sh is executable: the change keeps the bit (jj would show a mode change).
         let b = f.run_ok(AGENT_B);
-        for (agent, words) in [(&a, "changed 4 files"), (&b, "changed 2 files")] {
+        for agent in [&a, &b] {
             let (change, status) = change_of(&f, &agent.id);
             assert_eq!(status, "proposed");
+            // Made when the agent started (`create_change_on_spawn`): described by its task.
             let desc = user_jj(&f.root, &["log", "--no-graph", "-r", &change, "-T", "description"]);
-            assert!(desc.starts_with(&format!("cairn: {} {words}", agent.id)), "colocate={colocate}: {desc:?}");
+            let task = f.status(&agent.id).task;
+            assert!(desc.starts_with(&format!("cairn: {} {}\n\nCairn-Agent: {}\n", agent.id, task.lines().next().unwrap(), agent.id)), "colocate={colocate}: {desc:?}");
             let jj_diff = user_jj(&f.root, &["diff", "--git", "-r", &change]);
             let cairn_diff = f.cairn(&["diff", &agent.id]).ok().stdout;
             assert_eq!(normalized(&jj_diff), normalized(&cairn_diff), "colocate={colocate}: jj diff -r {change} differs from cairn diff");
@@ -127,7 +129,7 @@ fn two_proposals_are_two_changes_with_the_exact_diff_and_the_user_is_untouched()
 }
 
 /// The operations of `jj op log` as (user, description, args) lines, newest first.
-fn op_log(f: &Fixture, limit: usize) -> String {
+pub(crate) fn op_log(f: &Fixture, limit: usize) -> String {
     user_jj(&f.root, &["op", "log", "--no-graph", "--limit", &limit.to_string(), "-T", "user ++ \" | \" ++ description ++ \" | \" ++ attributes ++ \"\\n\""])
 }
 

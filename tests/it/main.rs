@@ -20,6 +20,7 @@ mod fuzz;
 mod hashline;
 mod jj;
 mod jj_changes;
+mod jj_live;
 mod invariants;
 mod library;
 mod lifecycle;

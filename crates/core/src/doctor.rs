@@ -33,7 +33,8 @@ pub struct Report {
     pub confined_runs: String,
     /// Each layer of the run boundary as measured from inside (see `runbox::probe`).
     pub runs_layers: Vec<String>,
-    /// The jj integration: on (which jj, which version) or why not. Not part of `ok`.
+    /// The jj integration: on (which jj, which version) or why not. Part of `ok` only when
+    /// `[jj] enabled = true` insists on it.
     pub jj: crate::jj::Detection,
     pub ok: bool,
 }
@@ -94,5 +95,6 @@ pub fn run(project: &Project) -> Result<Report> {
     let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
     let ok = ok && orphans.is_empty();
     let jj = crate::jj::detect(project).0;
+    let ok = ok && !jj.error;
     Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, runs_layers, jj, ok })
 }

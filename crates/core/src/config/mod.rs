@@ -74,9 +74,10 @@ keys! {
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
     "tmux" "auto_create_session" Kind::Bool, "false", "Outside tmux, open previews in a detached tmux session of their own (cairn-<project>; `tmux attach -t` it) instead of a Neovim tab.";
     "tmux" "layout" Kind::Choice(&["", "main-vertical", "main-horizontal", "even-horizontal", "even-vertical", "tiled"]), "\"\"", "Several previews at once: each agent's preview gets its own pane, arranged with this tmux layout. Empty: one preview pane, reused by the next preview.";
-    "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Record each proposal as a jj change (accept abandons it once its content is in the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found.";
-    "jj" "describe" Kind::Str, "\"cairn: {agent} {summary}\"", "Description of an agent's jj change: {agent} is the agent id, {summary} its summary (or its task's first line); Cairn adds a Cairn-Agent trailer.";
+    "jj" "enabled" Kind::Choice(&["auto", "true", "false"]), "\"auto\"", "Make each agent a jj change (accept abandons it once its content is in the working copy, reject abandons it): auto turns it on when the project root holds .jj/ and a usable jj is found; true insists on it (without a usable jj, `cairn status`, `cairn doctor` and :checkhealth report an error).";
+    "jj" "describe" Kind::Str, "\"cairn: {agent} {summary}\"", "Description of an agent's jj change: {agent} is the agent id, {summary} its own summary when it gave one (submit_result, an MCP session's finish), else its task's first line; Cairn adds a Cairn-Agent trailer.";
     "jj" "program" Kind::Str, "\"jj\"", "The jj executable: a path, or a name looked up on PATH.";
+    "jj" "create_change_on_spawn" Kind::Bool, "true", "Make an agent's jj change when it starts working (a run, a `cairn wrap` session, an MCP session) and update it as the agent writes, so `jj log` shows it at work; false: the change is made when the proposal reaches review.";
     "tasks" "statuses" Kind::StrList, "[\"backlog\", \"in_progress\", \"review\", \"done\", \"cancelled\"]", "Task statuses in order: where tasks start, where a session works, where a finished session puts them, the one that closes a task once its checks pass; any further ones close it without the checks gate.";
     "tasks" "check_timeout_seconds" Kind::Int { min: 1 }, "600", "Timeout of one task check command (a check's own timeout wins).";
     "run" "timeout_seconds" Kind::Int { min: 1 }, "600", "Wall-clock limit of one confined command (run_command, `cairn session exec`); the whole process tree is killed at the limit.";
@@ -178,6 +179,7 @@ pub struct Jj {
     pub enabled: String,
     pub describe: String,
     pub program: String,
+    pub create_change_on_spawn: bool,
 }
 
 /// `[tasks]`.

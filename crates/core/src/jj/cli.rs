@@ -17,7 +17,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The configuration every command Cairn runs gets.
-const GUARDS: &[&str] = &["ui.editor=false", "signing.behavior=drop"];
+const GUARDS: &[&str] = &["ui.editor=\"false\"", "signing.behavior=drop"];
 
 /// What commands in Cairn's own scratch workspaces add: every file is tracked, whatever its
 /// size, byte for byte (no line-ending conversion) and with its executable bit (an agent's
@@ -63,9 +63,14 @@ impl Cli {
 
     /// [`Cli::run`] with `--ignore-working-copy`: a read, or a write that moves no working copy.
     pub fn run_quiet(&self, repo: &Path, args: &[&str]) -> Result<String> {
+        self.run_quiet_with(repo, args, &[])
+    }
+
+    /// [`Cli::run_quiet`] with `extra` configuration.
+    pub fn run_quiet_with(&self, repo: &Path, args: &[&str], extra: &[&str]) -> Result<String> {
         let mut all = vec!["--ignore-working-copy"];
         all.extend_from_slice(args);
-        self.output(Some(repo), &all, &[])
+        self.output(Some(repo), &all, extra)
     }
 
     fn output(&self, repo: Option<&Path>, args: &[&str], extra: &[&str]) -> Result<String> {

@@ -20,6 +20,9 @@ pub struct Detection {
     pub version: Option<String>,
     /// Why it is off (empty when on).
     pub why: String,
+    /// Off although `[jj] enabled = true` insists on it: `status`, `doctor` and
+    /// `:checkhealth` report it as an error (everything else of Cairn still works).
+    pub error: bool,
 }
 
 /// Probed programs (path → version or why not), so a process asks each jj once.
@@ -49,8 +52,8 @@ fn probe(project: &Project, program: PathBuf) -> std::result::Result<Cli, String
 
 /// The integration's state for `project`, and its jj when on.
 pub fn detect(project: &Project) -> (Detection, Option<Cli>) {
-    let off = |why: String, program: Option<PathBuf>, version: Option<String>| (Detection { on: false, program, version, why }, None);
     let setting = project.config.jj.enabled.as_str();
+    let off = |why: String, program: Option<PathBuf>, version: Option<String>| (Detection { on: false, program, version, why, error: setting == "true" }, None);
     if setting == "false" {
         return off("[jj] enabled = false".into(), None, None);
     }
@@ -58,19 +61,20 @@ pub fn detect(project: &Project) -> (Detection, Option<Cli>) {
         return off(format!("no .jj/ in the project root{}", if setting == "true" { " ([jj] enabled = true needs a jj repository)" } else { "" }), None, None);
     }
     exclude_temporaries(project);
+    let then = if setting == "true" { "proposals cannot be jj changes, which [jj] enabled = true insists on" } else { "proposals are not recorded as jj changes" };
     let Some(program) = find_program(project) else {
-        return said_once(off(format!("this is a jj repository, but no `{}` was found on PATH: proposals are not recorded as jj changes", project.config.jj.program), None, None));
+        return said_once(off(format!("this is a jj repository, but no `{}` was found on PATH: {then}", project.config.jj.program), None, None));
     };
     match probe(project, program.clone()) {
-        Err(e) => said_once(off(format!("{e}: proposals are not recorded as jj changes"), Some(program), None)),
+        Err(e) => said_once(off(format!("{e}: {then}"), Some(program), None)),
         Ok(cli) => {
             let (a, b, c) = cli.version;
             let version = Some(format!("{a}.{b}.{c}"));
             if cli.version < OLDEST {
                 let (x, y, z) = OLDEST;
-                return said_once(off(format!("jj {a}.{b}.{c} is older than {x}.{y}.{z}, the oldest Cairn is tested with: proposals are not recorded as jj changes"), Some(program), version));
+                return said_once(off(format!("jj {a}.{b}.{c} is older than {x}.{y}.{z}, the oldest Cairn is tested with: {then}"), Some(program), version));
             }
-            (Detection { on: true, program: Some(program), version, why: String::new() }, Some(cli))
+            (Detection { on: true, program: Some(program), version, why: String::new(), error: false }, Some(cli))
         }
     }
 }

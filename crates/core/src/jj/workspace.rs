@@ -4,6 +4,7 @@
 
 use super::{detect, live, Cli};
 use crate::error::{Error, Result};
+use crate::lifecycle::State;
 use crate::project::Project;
 
 fn name(id: &str) -> String {
@@ -76,8 +77,9 @@ pub fn collect(project: &Project) -> Result<Vec<String>> {
             let live = bin.jj_get(id)?.is_some_and(|r| r.status == "proposed");
             !live || !project.home.workspace(id).join(".jj").is_dir()
         } else if let Some(id) = name.strip_prefix("cairn-") {
-            // A scratch workspace lives only while Cairn holds the lock, which this call does.
-            !id.is_empty()
+            // An agent's workspace lives while the agent works (`[jj] create_change_on_spawn`),
+            // else only while Cairn holds the lock, which this call does.
+            !id.is_empty() && !bin.get(id).is_ok_and(|r| matches!(r.state, State::Generating | State::Executing | State::Submitting))
         } else {
             false
         };

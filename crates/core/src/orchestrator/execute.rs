@@ -34,8 +34,10 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
         Ok(done) => Ok(done),
         Err(Failure::Agent(kind, message)) => {
             tracing::info!(agent = %id, %kind, "errored: {message}");
-            let mut bin = project.bin()?;
-            bin.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() })
+            let errored = project.bin()?.transition(&id, State::Errored, "error", TransitionExtra { error: Some((kind, &message)), ..Default::default() });
+            // The change it worked in (`[jj] create_change_on_spawn`) is abandoned.
+            crate::jj::sync_locked(project, &id);
+            errored
         }
         // Retried for a while only: a failure that lasts is not a shortage of descriptors.
         Err(Failure::RateLimited(retry_after_secs, message)) => rate_limited(project, &id, retry_after_secs, &message),
@@ -52,6 +54,7 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
             tracing::error!(agent = %id, "host failure: {e}");
             let msg = e.to_string();
             let _ = project.bin()?.transition(&id, State::Errored, "error", TransitionExtra { error: Some((ErrorKind::Host, &msg)), ..Default::default() });
+            crate::jj::sync_locked(project, &id);
             Err(e)
         }
     }
@@ -78,6 +81,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let dir = project.agent_dir(id);
     project.state_dir(&dir)?;
     set_aside_previous_attempt(project, id, &dir)?;
+    crate::jj::started(project, id);
 
     // generating
     let task = revised_task(project, rec)?;

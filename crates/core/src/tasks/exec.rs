@@ -65,7 +65,7 @@ pub fn exec(project: &Project, actor: &str, id: &str, args: &ExecArgs) -> Result
     let staged = staged(&changes);
     let mut applied = Applied::default();
     if args.capture && !outcome.written.is_empty() {
-        sessions::with_host(project, actor, id, |host| host.apply_written(&outcome.written, &staged, &mut crate::paths::IgnoreRules::new(&project.root), &mut applied))?;
+        sessions::with_host(project, actor, id, true, |host| host.apply_written(&outcome.written, &staged, &mut crate::paths::IgnoreRules::new(&project.root), &mut applied))?;
     }
     let Applied { changed, deleted, skipped } = applied;
     let (exit_code, signal) = match outcome.exit {

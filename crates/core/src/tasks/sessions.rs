@@ -80,6 +80,7 @@ pub fn begin_with(project: &Project, actor: &str, task: &str, key: &str, meta: O
         return Err(e);
     }
     link_agent(project, actor, &t.row.id, &s.agent)?;
+    crate::jj::started(project, &s.agent);
     Ok(with_health(s))
 }
 
@@ -272,6 +273,7 @@ fn cancel_quietly(project: &Project, s: &SessionRow, reason: &str) {
         let extra = crate::store::bin::TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, &why)), ..Default::default() };
         let _ = bin.transition(&s.agent, State::Errored, "cancel", extra);
         let _ = bin.transition(&s.agent, State::Rejected, "cancel", Default::default());
+        crate::jj::sync_locked(project, &s.agent);
         let mut row = s.clone();
         row.status = "cancelled".into();
         let _ = bin.session_update(&row);
@@ -320,8 +322,9 @@ pub fn get_session(project: &Project, id: &str) -> Result<Session> {
 }
 
 /// Runs `f` with a [`crate::externals::Host`] on the session's overlay: the same host as a
-/// `.pym` run (code, limits, protected paths, audit log, events).
-pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
+/// `.pym` run (code, limits, protected paths, audit log, events). `writes`: the agent's jj
+/// change follows (`[jj] create_change_on_spawn`).
+pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, writes: bool, f: impl FnOnce(&mut crate::externals::Host) -> Result<T>) -> Result<T> {
     let s = open(project, actor, id)?;
     let _lock = SessionLock::wait(project, &s.agent)?;
     // Opened again under the lock: a finish may have ended the session meanwhile.
@@ -333,6 +336,9 @@ pub(super) fn with_host<T>(project: &Project, actor: &str, id: &str, f: impl FnO
     // A seal left behind weakens the next check, never fails it: the call's outcome stands.
     if let Err(e) = super::seal::record(project, &s.agent, &overlay) {
         tracing::warn!("sealing the overlay of agent {}: {e}", s.agent);
+    }
+    if writes {
+        crate::jj::sync_locked(project, &s.agent);
     }
     out
 }
@@ -361,7 +367,8 @@ fn host_on<T>(project: &Project, agent: &str, overlay: &crate::store::overlay::O
 /// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay. `Err`
 /// inside carries the Python exception name and message.
 pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_json::Value], kwargs: &serde_json::Map<String, serde_json::Value>) -> Result<std::result::Result<serde_json::Value, (String, String)>> {
-    with_host(project, actor, id, |host| {
+    let writes = name.parse::<crate::externals::External>().is_ok_and(|e| e.writes());
+    with_host(project, actor, id, writes, |host| {
         Ok(host.call(name, args, kwargs).map_err(|e| match e {
             crate::externals::CallError::Raise { exc, message } => (exc.to_string(), message),
             crate::externals::CallError::Fatal { kind, message } => (kind.to_string(), message),
@@ -381,7 +388,7 @@ pub fn run_script(project: &Project, actor: &str, id: &str, code: &str) -> Resul
         Ok(s) => s,
         Err(d) => return Ok(serde_json::json!({ "error": { "kind": "check", "message": d.message } })),
     };
-    with_host(project, actor, id, |host| {
+    with_host(project, actor, id, true, |host| {
         host.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds));
         let out = crate::sandbox::runner::run(&project.exe, None, &source, "script.pym", Default::default(), host)?;
         Ok(match out.error {

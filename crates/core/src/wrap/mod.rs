@@ -77,12 +77,14 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
         Some(prefix) => {
             let id = bin.resolve(prefix)?;
             bin.wrap_resume(&id, this_worker(), &worker_alive)?;
+            crate::jj::started(project, &id);
             Ok(id)
         }
         None => {
             let task = opts.task.clone().unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
             project.overlay(&id)?.kv_set(ARGV, &serde_json::to_string(&opts.argv)?)?;
+            crate::jj::started(project, &id);
             Ok(id)
         }
     }
@@ -252,6 +254,7 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
         // Nothing to review: the session ends there, never a default target of an accept.
         let message = format!("wrap: {how}; finished (nothing proposed)");
         project.bin()?.transition(agent, State::Rejected, "finish", crate::store::bin::TransitionExtra { message: Some(&message), ..Default::default() })?;
+        crate::jj::sync_locked(project, agent);
         project.archive_overlay(agent)?;
     } else if state == State::Executing {
         changed = submit(project, agent, how)?;
@@ -314,7 +317,7 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
         return Ok(false);
     }
     // Under the review lock: no accept or hunk action is halfway through the decided proposal.
-    let _lock = crate::review::lock::acquire(project)?;
+    let lock = crate::review::lock::acquire(project)?;
     let state = project.bin()?.get(agent)?.state;
     if state.is_revisable() {
         let to = if live { State::Executing } else { State::Reviewing };
@@ -337,6 +340,8 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
     let bin = project.bin()?;
     let state = bin.get(agent)?.state;
     bin.append(agent, state, &crate::events::EventKind::Wrote { paths: touched.into_iter().take(50).collect() })?;
+    // The agent's jj change follows its writes (`[jj] create_change_on_spawn`).
+    crate::jj::sync(project, &lock, agent);
     Ok(true)
 }
 
