@@ -13,27 +13,11 @@ from contextlib import AsyncExitStack
 
 import mcp
 from mcp import StdioServerParameters, types
-
-
-def attr(obj, *names):
-    for n in names:
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
-
-
-async def ok(c, name, **args):
-    r = await c.call_tool(name, args)
-    assert not attr(r, "is_error", "isError"), f"{name}({args}) failed: {r}"
-    s = attr(r, "structured_content", "structuredContent")
-    assert isinstance(s, dict), f"{name}: no structured result: {r}"
-    return s
+from sdk import failed, ok
 
 
 async def err(c, name, **args):
-    r = await c.call_tool(name, args)
-    assert attr(r, "is_error", "isError"), f"{name}({args}) did not fail: {r}"
-    return attr(r, "structured_content", "structuredContent")["message"]
+    return (await failed(c, name, **args))["message"]
 
 
 def client(cairn, root, name, *server_args):
