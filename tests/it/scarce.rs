@@ -69,7 +69,16 @@ fn too_few_descriptors_lose_no_agent() {
         let out = f.cairn(&["list-agents", "--all", "--json"]).ok().json();
         out.as_array().unwrap().iter().map(|a| format!("{} {}", a["state"].as_str().unwrap_or(""), a["error"].as_str().unwrap_or(""))).collect()
     };
-    wait_until(120, "every agent to end its run", || states().iter().all(|s| s.starts_with("reviewing") || s.starts_with("errored")));
+    // Polled every 100 ms: a `cairn list-agents` per look must not starve the `up` it waits on.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let now = states();
+        if now.iter().all(|s| s.starts_with("reviewing") || s.starts_with("errored")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for every agent to end its run: {now:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let s = states();
     assert_eq!(s.len(), 16, "{s:?}");
     assert!(s.iter().all(|x| x.starts_with("reviewing")), "agents lost to a shortage of descriptors: {s:?}");
