@@ -68,6 +68,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     std::thread::scope(|s| {
         s.spawn(|| keep_index(project, watcher.as_mut(), stop));
         let polling = project.config.orchestrator.signal_polling;
+        let mut housekeeping = Housekeeping::new(project);
         let mut tick = || {
             if polling {
                 for h in crate::signals::poll(project) {
@@ -77,6 +78,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
                     }
                 }
             }
+            housekeeping.tick(project);
         };
         let on_error = |e: &cairn_core::error::Error| {
             tracing::error!("orchestrator: {e} (backing off, then trying again)");
@@ -154,6 +156,39 @@ pub fn one_up(project: &Project) -> Result<UpLock> {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             Err(Error::Busy(format!("another `cairn up` (pid {}) already serves {}", holder.trim(), project.root.display())))
+        }
+    }
+}
+
+/// Garbage collection by itself (`[gc] auto_interval_minutes`): once soon after start, then
+/// every interval, each time only when no agent runs and no accept holds the review lock
+/// (otherwise at the next tick).
+struct Housekeeping {
+    every: Option<Duration>,
+    next: std::time::Instant,
+}
+
+impl Housekeeping {
+    fn new(project: &Project) -> Housekeeping {
+        let minutes = project.config.gc.auto_interval_minutes;
+        Housekeeping { every: (minutes > 0).then(|| Duration::from_secs(minutes * 60)), next: std::time::Instant::now() }
+    }
+
+    fn tick(&mut self, project: &Project) {
+        let Some(every) = self.every else { return };
+        if std::time::Instant::now() < self.next {
+            return;
+        }
+        match cairn_core::gc::auto(project) {
+            Ok(Some(r)) => {
+                tracing::info!("gc: removed {} agents and {} workspaces; {} bytes left", r.agents_removed.len(), r.workspaces_removed.len(), r.total_bytes);
+                self.next = std::time::Instant::now() + every;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!("gc: {e}");
+                self.next = std::time::Instant::now() + every;
+            }
         }
     }
 }

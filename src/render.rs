@@ -70,7 +70,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
         Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
         Output::Preview(m) => outln!("{}", m.path.display()),
         Output::Check(c) => return check(c, false),
-        Output::Gc(r) => outln!("removed {} agents and {} workspaces", r.agents_removed.len(), r.workspaces_removed.len()),
+        Output::Gc(r) => outln!("removed {} agents and {} workspaces; {:.1} MB left in overlays and workspaces", r.agents_removed.len(), r.workspaces_removed.len(), r.total_bytes as f64 / 1_048_576.0),
         Output::Hunks { files, .. } => {
             for f in files {
                 outln!("{}: {} hunk(s){}", esc(&f.path), f.hunks.len(), f.file_conflict.as_ref().map(|w| format!("  CONFLICT: {}", esc(w))).unwrap_or_default());
@@ -188,6 +188,7 @@ pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_c
     let counts: Vec<String> = o.agents.iter().map(|(state, n)| format!("{n} {state}")).collect();
     outln!("agents    {}", if counts.is_empty() { "none".to_string() } else { counts.join(", ") });
     board(&o.board);
+    outln!("disk      {:.1} MB in overlays and preview workspaces (`[gc] max_total_size_mb` caps it; `cairn gc`, or by itself)", o.disk_bytes as f64 / 1_048_576.0);
     match (&o.jj.version, &o.jj.program) {
         (Some(v), Some(p)) if o.jj.on => outln!("jj        on: jj {v} ({}): proposals are jj changes", esc(&p.display().to_string())),
         _ => outln!("jj        {}: {}", if o.jj.error { "ERROR" } else { "off" }, esc(&o.jj.why)),

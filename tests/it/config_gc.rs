@@ -95,3 +95,27 @@ fn gc_removes_old_terminal_agents_and_keeps_latest() {
     let spaces = std::fs::read_dir(f.home.join("workspaces")).unwrap().count();
     assert_eq!(spaces, 1, "max_workspaces = 1");
 }
+
+#[test]
+fn the_disk_cap_removes_decided_agents_oldest_first_and_cairn_up_collects_by_itself() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    // Old age never applies here: only the cap (1 MB) removes, and only decided agents.
+    f.home_config("[gc]\nmax_age_hours = 100000\nkeep_latest = 1\nmax_total_size_mb = 1\n[orchestrator]\npoll_interval_ms = 20\n");
+    let p = f.project();
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let s = f.run_ok(&format!("write_file('big{i}.txt', 'x' * 600000)"));
+        f.cairn(&["reject", &s.id]).ok();
+        ids.push(s.id);
+    }
+    let live = f.run_ok("write_file('live.txt', 'y' * 600000)");
+    let before = f.cairn(&["status"]).ok().stdout;
+    assert!(before.contains("MB in overlays and preview workspaces"), "cairn status shows the total: {before}");
+    assert!(cairn::gc::total_bytes(&p) > 3 * 1024 * 1024, "four decided proposals of 600 kB and a live one");
+    // `cairn up` collects by itself, soon after it starts.
+    let _up = Up::start(&f);
+    wait_until(60, "the oldest decided agents removed by cairn up", || !p.archived_overlay_path(&ids[2]).exists());
+    let left: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(left, [ids[3].clone(), live.id.clone()], "oldest first, keep_latest and the pending one stay");
+    assert!(p.archived_overlay_path(&ids[3]).exists() || p.overlay_path(&ids[3]).exists(), "the newest decided one kept");
+}

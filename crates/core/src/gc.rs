@@ -1,6 +1,8 @@
 //! Garbage collection (`[gc]`): removes terminal agents older than `max_age_hours` (keeping
-//! the `keep_latest` newest) with their overlay, journal, workspace and files, and trims
-//! preview workspaces to `max_workspaces`.
+//! the `keep_latest` newest) with their overlay, journal, workspace and files, trims preview
+//! workspaces to `max_workspaces`, then removes decided agents oldest first while the disk use
+//! of overlays and workspaces is over `max_total_size_mb`. [`auto`] runs it by itself in a
+//! long-running process: when no agent runs and no accept holds the review lock.
 
 use crate::error::Result;
 use crate::project::Project;
@@ -11,6 +13,51 @@ use serde::Serialize;
 pub struct GcReport {
     pub agents_removed: Vec<String>,
     pub workspaces_removed: Vec<String>,
+    /// Bytes of overlays (live and archived) and preview workspaces left.
+    pub total_bytes: u64,
+}
+
+/// Bytes under `dir` (files, recursively; symlinks not followed).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The disk use the cap counts: overlays (`.agentfs/agent-*`, `.agentfs/bin/`) and the
+/// project's preview workspaces.
+pub fn total_bytes(project: &Project) -> u64 {
+    let overlays: u64 = std::fs::read_dir(project.agentfs())
+        .map(|rd| rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("agent-")).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+        .unwrap_or(0);
+    overlays + dir_bytes(&project.agentfs().join("bin")) + dir_bytes(&project.home.workspaces())
+}
+
+/// One collection by itself, unless an agent runs or an accept, undo or hunk action holds the
+/// review lock (it waits for the next time); `None` when it did not run.
+pub fn auto(project: &Project) -> Result<Option<GcReport>> {
+    let running = project.bin()?.list(false)?.iter().any(|r| r.state.is_running() || r.accept_pending);
+    if running {
+        return Ok(None);
+    }
+    let Some(_lock) = crate::review::lock::try_acquire(project)? else { return Ok(None) };
+    collect(project).map(Some)
+}
+
+/// Removes agent `id` (terminal) with everything it left.
+fn remove_agent(project: &Project, bin: &mut crate::store::bin::Bin, id: &str) -> Result<()> {
+    project.remove_overlay(id)?;
+    crate::workspace::remove(project, id)?;
+    let dir = project.agent_dir(id);
+    if dir.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    bin.delete(id)
 }
 
 /// Runs one collection.
@@ -25,13 +72,7 @@ pub fn collect(project: &Project) -> Result<GcReport> {
         if rec.state_changed_ms > cutoff {
             continue;
         }
-        project.remove_overlay(&rec.id)?;
-        crate::workspace::remove(project, &rec.id)?;
-        let dir = project.agent_dir(&rec.id);
-        if dir.exists() {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        bin.delete(&rec.id)?;
+        remove_agent(project, &mut bin, &rec.id)?;
         report.agents_removed.push(rec.id.clone());
     }
     // Workspaces: keep the most recently materialized `max_workspaces`.
@@ -51,6 +92,20 @@ pub fn collect(project: &Project) -> Result<GcReport> {
             crate::workspace::remove(project, &id)?;
             report.workspaces_removed.push(id);
         }
+    }
+    // The cap: decided agents oldest first (the newest keep_latest stay), until under it.
+    let cap = cfg.max_total_size_mb.saturating_mul(1024 * 1024);
+    report.total_bytes = total_bytes(project);
+    for rec in terminal.iter().skip(cfg.keep_latest as usize).rev() {
+        if cap == 0 || report.total_bytes <= cap {
+            break;
+        }
+        if report.agents_removed.contains(&rec.id) {
+            continue;
+        }
+        remove_agent(project, &mut bin, &rec.id)?;
+        report.agents_removed.push(rec.id.clone());
+        report.total_bytes = total_bytes(project);
     }
     // jj workspaces of Cairn's that nothing needs (previews of ended agents, leftovers).
     match crate::jj::collect(project) {

@@ -129,6 +129,8 @@ pub struct Overview {
     pub jj: crate::jj::Detection,
     /// The pending proposals together: overlaps, landing order, the status line.
     pub board: review::board::Board,
+    /// Bytes of overlays and preview workspaces (what `[gc] max_total_size_mb` caps).
+    pub disk_bytes: u64,
 }
 
 /// [`Overview`] of `project`, after noticing what jj users did.
@@ -138,7 +140,7 @@ pub fn overview(project: &Project) -> Result<Overview> {
     for rec in project.bin()?.list(true)? {
         *agents.entry(rec.state.to_string()).or_insert(0) += 1;
     }
-    Ok(Overview { root: project.root.clone(), agents, jj: crate::jj::detect(project).0, board: review::board::build(project)? })
+    Ok(Overview { root: project.root.clone(), agents, jj: crate::jj::detect(project).0, board: review::board::build(project)?, disk_bytes: gc::total_bytes(project) })
 }
 
 

@@ -70,6 +70,8 @@ keys! {
     "gc" "max_age_hours" Kind::Int { min: 0 }, "168", "Terminal agents older than this are removed by `cairn gc`.";
     "gc" "keep_latest" Kind::Int { min: 0 }, "3", "The newest terminal agents kept by `cairn gc` whatever their age.";
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
+    "gc" "max_total_size_mb" Kind::Int { min: 0 }, "1000", "Cap on the disk use of overlays (live and archived) and preview workspaces: past it, decided agents go oldest first (keep_latest stays); 0: no cap.";
+    "gc" "auto_interval_minutes" Kind::Int { min: 0 }, "30", "How often `cairn up` and the Neovim host collect garbage by themselves, when no agent runs and no accept is under way; 0: only `cairn gc`.";
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
     "tmux" "auto_create_session" Kind::Bool, "false", "Outside tmux, open previews in a detached tmux session of their own (cairn-<project>; `tmux attach -t` it) instead of a Neovim tab.";
@@ -161,6 +163,8 @@ pub struct Gc {
     pub max_age_hours: u64,
     pub keep_latest: u64,
     pub max_workspaces: u64,
+    pub max_total_size_mb: u64,
+    pub auto_interval_minutes: u64,
 }
 
 /// `[tmux]`.
@@ -384,17 +388,4 @@ pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_match_spec() {
-        let c = Config::default();
-        assert_eq!(c.orchestrator.max_concurrent_agents, 5);
-        assert_eq!(c.sandbox.max_write_bytes, 52_428_800);
-        assert_eq!(c.llm.api_key_env, "OPENAI_API_KEY");
-        assert!((c.llm.temperature - 0.2).abs() < 1e-9);
-        assert_eq!(c.tmux.split, "horizontal");
-        assert!(c.ui.keymaps && c.jj.enabled == "auto");
-    }
-}
+mod tests;

@@ -13,6 +13,17 @@ pub struct ReviewLock {
     _file: File,
 }
 
+/// The review lock if nobody holds it now (housekeeping never waits behind an accept).
+pub fn try_acquire(project: &Project) -> Result<Option<ReviewLock>> {
+    let path = project.agentfs().join("review.lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(ReviewLock { _file: file })),
+        Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => Ok(None),
+        Err(e) => Err(Error::io(&path, e.into())),
+    }
+}
+
 /// Waits for the project's review lock.
 pub fn acquire(project: &Project) -> Result<ReviewLock> {
     let path = project.agentfs().join("review.lock");
