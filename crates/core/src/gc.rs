@@ -45,7 +45,11 @@ pub fn auto(project: &Project) -> Result<Option<GcReport>> {
     if running {
         return Ok(None);
     }
-    let Some(_lock) = crate::review::lock::try_acquire(project)? else { return Ok(None) };
+    // Not while an accept, undo or hunk action is under way. The lock is let go before the
+    // collection: parts of it (jj's workspaces) take it themselves.
+    if crate::review::lock::try_acquire(project)?.is_none() {
+        return Ok(None);
+    }
     collect(project).map(Some)
 }
 
