@@ -194,13 +194,32 @@ pub enum Cmd {
     Review(crate::review_cli::ReviewCmd),
     #[command(flatten)]
     Orch(crate::orch_cli::OrchCmd),
-    /// Materialize the agent's view into $CAIRN_HOME/workspaces/<id>; prints the path.
+    /// Open the agent's version in your editor, in a confined copy-on-write view (nothing copied);
+    /// what you write there is thrown away unless --amend. A jj workspace preview prints its path.
     Preview {
         /// Agent id (any unique prefix).
         id: String,
-        /// Open the workspace in a tmux split.
+        /// Open it in a tmux pane (a split of your window, or a session of the project's own).
         #[arg(long)]
         tmux: bool,
+        /// The file to open (relative to the project root).
+        #[arg(long)]
+        file: Option<String>,
+        /// The line to open the file at.
+        #[arg(long)]
+        line: Option<usize>,
+        /// Run your $SHELL in the view instead of the editor.
+        #[arg(long)]
+        shell: bool,
+        /// What you write joins the proposal as your amendment when the preview ends.
+        #[arg(long)]
+        amend: bool,
+        /// Forward this port of the view's loopback to the host's 127.0.0.1 (repeat it; default: [preview] ports).
+        #[arg(long = "port")]
+        ports: Vec<u16>,
+        /// The editor (default: nvim).
+        #[arg(long)]
+        editor: Option<String>,
     },
     /// Pre-flight check of an agent script: file:line:col diagnostics.
     Check {
@@ -325,20 +344,9 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Accept { id, force } => (Command::Accept { id, force }, false),
         Cmd::Reject { id, reason } => (Command::Reject { id, reason }, false),
         Cmd::Undo { id } => (Command::Undo { id }, false),
-        Cmd::Preview { id, tmux } => {
+        Cmd::Preview { id, tmux, file, line, shell, amend, ports, editor } => {
             let project = open_project(root, home, false)?;
-            let id = command::resolve(&project, &id)?;
-            let out = command::execute(&project, Command::Preview { id: id.clone() })?;
-            if let Output::Preview(m) = &out {
-                outln!("{}", m.path.display());
-                if tmux {
-                    let opened = crate::tmux::open_preview(&project, &id, "nvim", &m.path, None, None)?;
-                    if let Some(s) = opened.session {
-                        errln!("cairn: the preview is in tmux session {s} (tmux attach -t {s})");
-                    }
-                }
-            }
-            return Ok(0);
+            return crate::preview::run(&project, &id, crate::preview::Args { tmux, file, line, shell, amend, ports, editor });
         }
         Cmd::Gc => (Command::Gc, false),
         Cmd::Search { pattern, path, agent, json } => (Command::Search { pattern, under: path, agent }, json),

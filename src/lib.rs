@@ -37,6 +37,7 @@ pub mod host;
 pub mod logging;
 pub mod mcp;
 mod open;
+pub mod preview;
 mod render;
 pub mod review_cli;
 pub mod orch_cli;

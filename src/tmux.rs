@@ -1,5 +1,5 @@
-//! tmux preview (SPEC §11): opens the agent's workspace in a pane running
-//! `nvim +<line> <file>`: a split of the user's tmux window, or, outside tmux with
+//! tmux preview (SPEC §11): opens the agent's preview in a pane running a command line (a
+//! preview session, `cairn preview ID ...`, or for a jj workspace `nvim +<line> <file>`): a split of the user's tmux window, or, outside tmux with
 //! `[tmux] auto_create_session`, a detached session of the project's own. One pane is reused
 //! by the next preview; with `[tmux] layout` each agent's preview has its own pane, arranged
 //! with that layout. Panes are tracked by id in `$CAIRN_HOME/state/`.
@@ -40,20 +40,18 @@ pub struct Opened {
     pub session: Option<String>,
 }
 
-/// Opens (or reuses) the preview pane of agent `id` on `workspace`, running `editor` (Neovim)
-/// at `file:line` when given.
-pub fn open_preview(project: &Project, id: &str, editor: &str, workspace: &Path, file: Option<&str>, line: Option<usize>) -> Result<Opened> {
+/// The command line of `argv`, each word quoted for the shell.
+pub fn command_line(argv: &[String]) -> String {
+    argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// Opens (or reuses) the preview pane of agent `id`, running `argv` in `dir`.
+pub fn open_preview(project: &Project, id: &str, argv: &[String], dir: &Path) -> Result<Opened> {
     if !available(project) {
-        return Err(Error::Tmux("not inside tmux: open the workspace path yourself, run cairn inside tmux, or set [tmux] auto_create_session = true".into()));
+        return Err(Error::Tmux("not inside tmux: run `cairn preview ID` in a terminal, run cairn inside tmux, or set [tmux] auto_create_session = true".into()));
     }
-    let mut cmd = shell_quote(editor);
-    if let Some(f) = file {
-        if let Some(l) = line {
-            cmd.push_str(&format!(" +{l}"));
-        }
-        cmd.push_str(&format!(" {}", shell_quote(f)));
-    }
-    let dir = workspace.to_string_lossy().to_string();
+    let cmd = format!("exec {}", command_line(argv));
+    let dir = dir.to_string_lossy().to_string();
     let state = project.home.state();
     std::fs::create_dir_all(&state).map_err(|e| Error::io(&state, e))?;
     let layout = project.config.tmux.layout.as_str();

@@ -75,8 +75,8 @@ function M.reject_hunk(on_done, reason)
   require('cairn.review').reject_hunk(on_done, reason)
 end
 
-function M.preview(id, on_done)
-  require('cairn.preview').open(id, on_done)
+function M.preview(id, on_done, opts)
+  require('cairn.preview').open(id, on_done, opts)
 end
 
 --- `:CairnStart [id]`: agents held by `auto_spawn = false` start (all, or `id`).

@@ -87,7 +87,7 @@ async fn serve(project: Project) -> Result<()> {
         std::thread::spawn(move || {
             if !ready.is_ready() {
                 let started = std::time::Instant::now();
-                match cairn_core::sync::init(&project) {
+                match cairn_core::sync::catch_up(&project) {
                     // Only a first index the user may have waited for is worth a message.
                     Ok(r) if started.elapsed() >= Duration::from_secs(1) => ready.set(format!("indexed {} files in {:.1} s", r.files, started.elapsed().as_secs_f64())),
                     Ok(_) => ready.set(String::new()),
@@ -285,15 +285,16 @@ impl Handler {
             (Some(f), Some(l)) => Some(cairn_core::review::hunk_review::file_hunks(&self.project, id)?.iter().find(|h| &h.path == f).map_or(l, |h| cairn_core::review::hunks::map_line(&h.hunks, l))),
             _ => line,
         };
-        let opened = if crate::tmux::available(&self.project) {
-            let editor = args.str("editor").unwrap_or_else(|| "nvim".into());
-            Some(crate::tmux::open_preview(&self.project, id, &editor, &m.path, file.as_deref(), line)?)
-        } else {
-            None
-        };
+        let amend = args.0.get("amend").and_then(|v| v.as_bool()).unwrap_or(false);
+        let ports: Vec<u16> = args.0.get("ports").and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|p| p.as_u64()).filter_map(|p| u16::try_from(p).ok()).filter(|p| *p > 0).collect()).unwrap_or_default();
+        let a = crate::preview::Args { file: file.clone(), line, amend, ports, editor: args.str("editor"), ..Default::default() };
+        // A jj workspace opens in the editor as a directory; else the session's command line
+        // (in a tmux pane, or a terminal tab the plugin opens).
+        let (argv, dir) = if m.jj { (crate::preview::inner_argv(&self.project, &a), m.path.clone()) } else { (crate::preview::session_argv(&self.project, id, &a), self.project.root.clone()) };
+        let opened = if crate::tmux::available(&self.project) { Some(crate::tmux::open_preview(&self.project, id, &argv, &dir)?) } else { None };
         let (pane, session) = opened.map_or((None, None), |o| (Some(o.pane), o.session));
         Ok(serde_json::json!({
-            "id": id, "path": m.path, "pane": pane, "session": session,
+            "id": id, "path": m.path, "pane": pane, "session": session, "jj": m.jj, "argv": argv,
             "file": file.map(|f| m.path.join(f)), "line": line,
         }))
     }

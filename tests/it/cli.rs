@@ -149,13 +149,15 @@ fn failed_check_errors_the_agent_before_it_runs() {
 }
 
 #[test]
-fn preview_materializes_and_gc_runs() {
+fn preview_needs_a_terminal_copies_nothing_and_gc_runs() {
     let f = project();
     f.cairn(&["init"]).ok();
     let id = f.cairn(&["run", "agents/rename.pym"]).ok().stdout.trim().to_string();
-    let path = f.cairn(&["preview", &id]).ok().stdout.trim().to_string();
-    assert_eq!(path, f.home.join("workspaces").join(&id).display().to_string());
-    assert_eq!(std::fs::read_to_string(format!("{path}/src/app.py")).unwrap(), "name = 'new'\n");
+    // The session runs an editor: without a terminal (or --tmux) a clear refusal.
+    let r = f.cairn(&["preview", &id]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("terminal"), "{}", r.stderr);
+    assert!(!f.home.join("workspaces").join(&id).exists(), "nothing is copied");
     assert!(std::fs::read_to_string(f.home.join(format!("previews/{id}.diff"))).unwrap().contains("+name = 'new'"));
     let r = f.cairn(&["preview", &id, "--tmux"]);
     if std::env::var_os("TMUX").is_none() {

@@ -78,7 +78,10 @@ fn gc_removes_old_terminal_agents_and_keeps_latest() {
     let mut ids = Vec::new();
     for i in 0..5 {
         let s = f.run_ok(&format!("write_file('f{i}.txt', 'x')"));
-        f.cairn(&["preview", &s.id]).ok();
+        // What a preview session left (its `cairn` killed): its written layer.
+        let upper = f.home.join("workspaces").join(&s.id).join("rw/upper");
+        std::fs::create_dir_all(&upper).unwrap();
+        std::fs::write(upper.join("x.txt"), "x").unwrap();
         f.cairn(&["reject", &s.id]).ok();
         ids.push(s.id);
     }

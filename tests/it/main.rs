@@ -30,6 +30,7 @@ mod mcp_identity;
 mod mcp_tools;
 mod mcp_wal;
 mod protected;
+mod preview;
 mod pyfiles;
 mod review;
 mod review_mcp;

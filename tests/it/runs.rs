@@ -343,10 +343,11 @@ fn an_edit_in_the_preview_workspace_does_not_change_a_check() {
     let task = f.cairn(&["task", "create", "t", "--check", "proposal=grep -q 'x = 2' src/app.py && test -f marker.txt", "--json"]).ok().json();
     let id = task["id"].as_str().unwrap();
     cairn::tasks::link_agent(&f.project(), "agent:test", id, &s.id).unwrap();
-    // The user (or a check of old) edits and deletes in the preview workspace.
-    let preview = cairn::workspace::materialize(&f.project(), &s.id).unwrap().path;
-    std::fs::write(preview.join("src/app.py"), "x = 3\n").unwrap();
-    std::fs::remove_file(preview.join("marker.txt")).unwrap();
+    // The user edits in a preview: its written layer (as a session keeps it) changes nothing
+    // a check sees.
+    let upper = cairn::workspace::materialize(&f.project(), &s.id).unwrap().path.join("rw/upper");
+    std::fs::create_dir_all(upper.join("src")).unwrap();
+    std::fs::write(upper.join("src/app.py"), "x = 3\n").unwrap();
     f.cairn(&["task", "check", id]).ok();
     assert_eq!(f.cairn(&["task", "show", id, "--json"]).ok().json()["checks"][0]["result"], "pass", "the check ran on the proposal, not on the preview");
     // The other way: a failing proposal stays failing whatever the preview holds.

@@ -79,6 +79,9 @@ pub enum Error {
     #[error("tmux: {0}")]
     Tmux(String),
     /// jj could not be run or refused a command (`crate::jj`).
+    #[error("preview: {0}")]
+    Preview(String),
+
     #[error("jj: {0}")]
     Jj(String),
     /// The code provider could not produce code.
@@ -166,6 +169,7 @@ impl Error {
             Error::Hunk(_) => "hunk",
             Error::Overlay { .. } => "overlay",
             Error::Tmux(_) => "tmux",
+            Error::Preview(_) => "preview",
             Error::Jj(_) => "jj",
             Error::Provider { .. } => "provider",
             Error::RateLimited { .. } => "rate_limited",
@@ -209,6 +213,7 @@ impl Error {
             Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
             Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
             Error::Tmux(_) => "run cairn inside tmux, or open the workspace path yourself".into(),
+            Error::Preview(_) => "`cairn preview ID` runs in a terminal; `--tmux` opens it in a tmux pane (:help cairn-preview)".into(),
             Error::Jj(_) => "`cairn doctor` says which jj Cairn uses; `[jj] enabled = false` turns the integration off".into(),
             Error::RateLimited { .. } => "try again later; an agent waits in the queue ([llm] rate_limit_retries, rate_limit_max_wait_seconds)".into(),
             _ => return None,
@@ -259,6 +264,7 @@ mod tests {
             Error::Hunk(_) => (1, "hunk"),
             Error::Overlay { .. } => (1, "overlay"),
             Error::Tmux(_) => (1, "tmux"),
+            Error::Preview(_) => (1, "preview"),
             Error::Jj(_) => (1, "jj"),
             Error::Provider { .. } => (1, "provider"),
             Error::RateLimited { .. } => (1, "rate_limited"),
@@ -298,6 +304,7 @@ mod tests {
             Error::NothingReviewing,
             Error::Hunk(s()),
             Error::Overlay { id: s(), message: s() },
+            Error::Preview(s()),
             Error::Tmux(s()),
             Error::Jj(s()),
             Error::Provider { provider: s(), message: s() },

@@ -79,23 +79,11 @@ pub fn collect(project: &Project) -> Result<GcReport> {
         remove_agent(project, &mut bin, &rec.id)?;
         report.agents_removed.push(rec.id.clone());
     }
-    // Workspaces: keep the most recently materialized `max_workspaces`.
-    let ws_root = project.home.workspaces();
-    if let Ok(rd) = std::fs::read_dir(&ws_root) {
-        let mut spaces: Vec<(std::time::SystemTime, String)> = rd
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_str()?.to_string();
-                let manifest = project.home.state().join(format!("workspace-{name}.manifest"));
-                let t = std::fs::metadata(&manifest).or_else(|_| e.metadata()).ok()?.modified().ok()?;
-                Some((t, name))
-            })
-            .collect();
-        spaces.sort_by(|a, b| b.cmp(a));
-        for (_, id) in spaces.into_iter().skip(cfg.max_workspaces as usize) {
-            crate::workspace::remove(project, &id)?;
-            report.workspaces_removed.push(id);
-        }
+    // Previews (jj workspaces, what sessions left; never an open session's): keep the most
+    // recently used `max_workspaces`.
+    for id in crate::workspace::collectable(project).into_iter().skip(cfg.max_workspaces as usize) {
+        crate::workspace::remove(project, &id)?;
+        report.workspaces_removed.push(id);
     }
     // The cap: decided agents oldest first (the newest keep_latest stay), until under it.
     let cap = cfg.max_total_size_mb.saturating_mul(1024 * 1024);

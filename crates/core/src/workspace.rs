@@ -1,173 +1,242 @@
-//! Preview workspaces: the merged view of an agent materialized as a real directory under
-//! `$CAIRN_HOME/workspaces/<id>/`, so that tools (a second Neovim, a test runner) can use it.
+//! Preview sessions (`cairn preview`, `:CairnPreview`): the agent's version of the project,
+//! opened as a copy-on-write confined view, with the same boundary as a `cairn wrap` session
+//! ([`crate::runbox::wrap`]): overlayfs over the project at its own path, the proposal staged
+//! as a layer (only the changed files are written: opening costs O(proposal), never O(tree)),
+//! never host root, seccomp, its own namespaces and a terminal of its own relayed from the
+//! user's. The user's editor (or shell) runs inside; so do the commands the user starts there,
+//! which run the agent's code: the environment is an allow-list without keys, the home
+//! deny-by-default and copy-on-write, the network a loopback of its own (only `ports`
+//! forwarded from the host's 127.0.0.1 to it, see [`crate::runbox::dial`]).
 //!
-//! Materialization is incremental: a manifest (path -> hash, mode) in `$CAIRN_HOME/state/`
-//! records what the directory holds, and a repeat writes only what changed and removes what
-//! went away. Files are copied, never hard-linked: an edit in the preview never reaches the
-//! project.
+//! The session's directory `$CAIRN_HOME/workspaces/<id>/` holds the staged proposal and the
+//! written layer while it is open (a lock file says so). When it ends, what the user wrote is
+//! thrown away, unless the session amends: then the layer joins the proposal through the
+//! same sync as a wrap session's ([`crate::wrap::amend`]), as its next revision.
+//!
+//! In a jj project whose agent has a live change, the preview is a jj workspace on that
+//! change instead (`crate::jj::preview`).
 
 use crate::error::{Error, Result};
+use crate::lifecycle::State;
 use crate::project::Project;
-use crate::store::{hash_bytes, Hash, Kind};
-use crate::view::View;
+use crate::runbox::{self, pty::Streams, Exit};
 use serde::Serialize;
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// What a materialization did.
+/// What `cairn preview` found to open.
 #[derive(Debug, Clone, Serialize)]
 pub struct Materialized {
+    /// The jj workspace, or the session's directory.
     pub path: PathBuf,
+    /// Files of the proposal (the layer a session stages; nothing else is written).
     pub written: usize,
-    pub removed: usize,
-    pub unchanged: usize,
+    /// A jj workspace (a real directory to open), not a session.
+    pub jj: bool,
 }
 
-/// What a workspace directory holds: path → (content hash, mode). Stored compactly
-/// (`len path hash mode` records), since it is read and written whole on every preview.
-#[derive(Default)]
-struct Manifest {
-    files: BTreeMap<String, (Hash, u32)>,
-}
-
-impl Manifest {
-    fn read(path: &Path) -> Manifest {
-        let Ok(bytes) = std::fs::read(path) else { return Manifest::default() };
-        let mut files = BTreeMap::new();
-        let mut rest = bytes.as_slice();
-        while rest.len() >= 4 {
-            let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let Some(record) = rest.get(4..4 + n + 36) else { return Manifest::default() };
-            let (name, tail) = record.split_at(n);
-            let (Ok(name), Ok(hash), Ok(mode)) = (std::str::from_utf8(name), Hash::try_from(&tail[..32]), <[u8; 4]>::try_from(&tail[32..])) else { return Manifest::default() };
-            files.insert(name.to_string(), (hash, u32::from_le_bytes(mode)));
-            rest = &rest[4 + n + 36..];
-        }
-        Manifest { files }
-    }
-
-    fn write(&self, path: &Path) -> Result<()> {
-        let mut out = Vec::with_capacity(self.files.len() * 96);
-        for (name, (hash, mode)) in &self.files {
-            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(hash);
-            out.extend_from_slice(&mode.to_le_bytes());
-        }
-        std::fs::write(path, out).map_err(|e| Error::io(path, e))
-    }
-}
-
-fn manifest_path(project: &Project, id: &str) -> PathBuf {
-    project.home.state().join(format!("workspace-{id}.manifest"))
-}
-
-enum Source {
-    Project,
-    Bytes(Vec<u8>),
-}
-
-/// Materializes agent `id`'s merged view into its workspace directory and writes the
-/// proposal's diff to `$CAIRN_HOME/previews/<id>.diff`.
-/// In a jj project whose agent has a live change, the workspace is a jj workspace on that
-/// change instead (`crate::jj::preview`).
+/// Prepares agent `id`'s preview: its diff in `$CAIRN_HOME/previews/<id>.diff`, and in a jj
+/// project whose agent has a live change, its jj workspace. Nothing of the tree is copied.
 pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
+    let changes = crate::review::changes(project, id)?;
+    write_preview_diff(project, &changes, id)?;
     if let Some(path) = crate::jj::preview(project, id)? {
-        write_preview_diff(project, id)?;
-        return Ok(Materialized { path, written: 0, removed: 0, unchanged: 0 });
+        return Ok(Materialized { path, written: 0, jj: true });
     }
-    let dir = project.home.workspace(id);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let state = project.home.state();
-    std::fs::create_dir_all(&state).map_err(|e| Error::io(&state, e))?;
-    let mpath = manifest_path(project, id);
-    // The manifest says what the directory holds; without one (first run, or lost), every
-    // file is written.
-    let old = Manifest::read(&mpath);
-
-    let overlay = project
-        .existing_overlay(id)?
-        .ok_or_else(|| Error::NoProposal(id.to_string()))?;
-    let view = View::new(project, &overlay)?;
-    let mut desired: BTreeMap<String, (Hash, u32, Source)> = BTreeMap::new();
-    for e in view.stable.all()? {
-        if e.kind == Kind::File {
-            if let Some(h) = e.hash {
-                desired.insert(e.path, (h, e.mode, Source::Project));
-            }
-        }
+    if project.existing_overlay(id)?.is_none() {
+        return Err(Error::NoProposal(id.to_string()));
     }
-    for (path, whiteout) in overlay.paths()? {
-        if whiteout {
-            desired.remove(&path);
-        } else if let Some(Some((content, mode))) = overlay.get(&path)? {
-            desired.insert(path, (hash_bytes(&content), mode, Source::Bytes(content)));
-        }
-    }
-
-    let mut report = Materialized { path: dir.clone(), written: 0, removed: 0, unchanged: 0 };
-    let mut todo: Vec<(&String, &(Hash, u32, Source))> = Vec::new();
-    for (path, entry) in &desired {
-        if old.files.get(path).is_some_and(|(h, m)| *h == entry.0 && *m == entry.1) {
-            report.unchanged += 1;
-        } else {
-            todo.push((path, entry));
-        }
-    }
-    for path in old.files.keys() {
-        if !desired.contains_key(path) {
-            let _ = std::fs::remove_file(dir.join(path));
-            report.removed += 1;
-        }
-    }
-    report.written = todo.len();
-    let written = crate::par::map(&todo, 2, "materialize", |(path, (_, mode, source))| write_one(project, &dir, path, *mode, source))?;
-    written.into_iter().collect::<Result<()>>()?;
-
-    if report.written > 0 || report.removed > 0 || old.files.is_empty() {
-        Manifest { files: desired.into_iter().map(|(p, (h, m, _))| (p, (h, m))).collect() }.write(&mpath)?;
-    }
-    write_preview_diff(project, id)?;
-    Ok(report)
+    Ok(Materialized { path: project.home.workspace(id), written: changes.len(), jj: false })
 }
 
 /// `$CAIRN_HOME/previews/<id>.diff`: the proposal's diff, for the preview pane.
-fn write_preview_diff(project: &Project, id: &str) -> Result<()> {
+fn write_preview_diff(project: &Project, changes: &[crate::review::diff::FileChange], id: &str) -> Result<()> {
     let previews = project.home.previews();
     std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;
-    let diff = crate::review::unified(&crate::review::changes(project, id)?);
     let dpath = previews.join(format!("{id}.diff"));
-    std::fs::write(&dpath, diff).map_err(|e| Error::io(&dpath, e))
+    std::fs::write(&dpath, crate::review::unified(changes)).map_err(|e| Error::io(&dpath, e))
 }
 
-fn write_one(project: &Project, dir: &Path, rel: &str, mode: u32, source: &Source) -> Result<()> {
-    let target = dir.join(rel);
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+/// One preview session.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// What runs inside: the editor and its arguments, or a shell.
+    pub argv: Vec<String>,
+    /// What the user writes joins the proposal when the session ends.
+    pub amend: bool,
+    /// Ports of the view's loopback forwarded to the host's 127.0.0.1.
+    pub ports: Vec<u16>,
+    /// Working directory, relative to the project root.
+    pub cwd: String,
+    /// The user's home (what the session sees of it: `[wrap] home` and the editor's own).
+    pub home: Option<PathBuf>,
+    /// The user's terminal, from the edge.
+    pub streams: Option<Arc<Streams>>,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone)]
+pub struct Closed {
+    pub exit: Exit,
+    /// Paths the user wrote (or deleted) in the view.
+    pub written: Vec<String>,
+    /// They joined the proposal.
+    pub amended: bool,
+}
+
+/// The home entries a preview shows besides `[wrap] home`: the editor's configuration and
+/// plugins (read through; what the editor writes there is thrown away).
+const EDITOR_HOME: [&str; 3] = [".config/nvim", ".local/share/nvim", ".vimrc"];
+
+/// Runs a preview session of agent `id` to its end; `tick` is called about every 250 ms with
+/// the session's terminal.
+pub fn session(project: &Project, id: &str, s: &Session, tick: &mut dyn FnMut(&runbox::pty::Console)) -> Result<Closed> {
+    if s.argv.is_empty() {
+        return Err(Error::Usage("a preview needs a command to run (the editor or a shell)".into()));
     }
-    // Replace rather than write through: the old file may be open in the preview editor.
-    let _ = std::fs::remove_file(&target);
-    match source {
-        Source::Bytes(bytes) => std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?,
-        Source::Project => {
-            let Some((bytes, _)) = crate::store::fsx::read(&project.root, rel)? else { return Ok(()) };
-            std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?
+    let state = project.bin()?.get(id)?.state;
+    if s.amend && !amendable(state) {
+        return Err(Error::IllegalTransition { id: id.to_string(), from: state.to_string(), action: "amend its proposal (it must be reviewing or undone)".into() });
+    }
+    let dir = project.home.workspace(id);
+    let _lock = lock(&dir)?;
+    clear(&dir)?;
+    let changes = crate::review::changes(project, id)?;
+    write_preview_diff(project, &changes, id)?;
+    let staged = crate::tasks::exec::staged(&changes);
+    let req = request(project, id, s, &dir)?;
+    let ran = runbox::wrap::run(project, &dir, &changes, &req, Duration::from_millis(250), tick)?;
+    let upper = runbox::wrap::upper(&dir);
+    let written: Vec<String> = runbox::scan(&upper, runbox::capture_limits(project)).map_err(|e| Error::io(&upper, e))?.iter().map(|w| w.path().to_string()).collect();
+    let mut amended = false;
+    if s.amend && !written.is_empty() {
+        let now = project.bin()?.get(id)?.state;
+        if !amendable(now) {
+            return Err(Error::Preview(format!("agent {id} is {now} now: what you wrote did not join its proposal; it is kept in {}", upper.display())));
+        }
+        amended = crate::wrap::amend(project, id, &staged, &dir)?;
+    }
+    clear(&dir)?;
+    Ok(Closed { exit: ran.exit, written, amended })
+}
+
+/// Can the user amend a proposal in this state (no agent works on it)?
+fn amendable(state: State) -> bool {
+    matches!(state, State::Reviewing | State::Undone)
+}
+
+/// The session's boundary: as a wrap session's, with the preview's environment, home and
+/// network.
+fn request<'a>(project: &Project, id: &str, s: &'a Session, dir: &Path) -> Result<runbox::wrap::Request<'a>> {
+    let w = &project.config.wrap;
+    let home = s.home.clone().filter(|h| h.is_absolute()).unwrap_or_else(|| PathBuf::from("/root"));
+    let expand = |list: &[String]| list.iter().map(|p| runbox::expand(p, &home, &project.root)).collect::<Vec<_>>();
+    let hide = expand(&w.hide);
+    let read_paths = expand(&w.read_paths);
+    let mut shown = w.home.clone();
+    shown.extend(EDITOR_HOME.iter().map(|s| s.to_string()));
+    shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
+    let home_plan = runbox::home_plan(&home, &shown, &[], &hide, &dir.join("home-layer"));
+    let mut env = crate::wrap::env::for_preview(&project.env.0);
+    env.retain(|(k, _)| k != "HOME");
+    env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    // The editor's plugin knows it is in a preview (no host of its own; decisions relayed).
+    env.push(("CAIRN_PREVIEW".into(), id.to_string()));
+    let network = if s.ports.is_empty() { runbox::wrap::Network::None } else { runbox::wrap::Network::Forward { ports: s.ports.clone() } };
+    let streams = match &s.streams {
+        Some(st) => Streams { stdin: dup(&st.stdin)?, stdout: dup(&st.stdout)?, stderr: dup(&st.stderr)? },
+        None => return Err(Error::Preview("a preview needs the user's terminal".into())),
+    };
+    Ok(runbox::wrap::Request { argv: &s.argv, cwd: &s.cwd, network, env, home, home_plan, hide, read_paths, streams })
+}
+
+fn dup(fd: &std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd> {
+    fd.try_clone().map_err(|e| Error::Preview(format!("the terminal: {e}")))
+}
+
+/// How long a new session waits for the one it replaces (a reused tmux pane) to let go.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The session's lock (`<dir>/lock`): one session per agent at a time, and GC leaves a
+/// locked directory alone.
+fn lock(dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return Err(Error::Busy(format!("a preview of this agent is open ({})", dir.display()))),
         }
     }
-    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&target, e))
 }
 
-/// Removes agent `id`'s workspace (forgotten in jj first, when it is a jj workspace),
-/// manifest and preview diff.
+/// Is a session open in `dir` (its lock held)?
+fn in_use(dir: &Path) -> bool {
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(dir.join("lock")) else { return false };
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err()
+}
+
+/// Empties a session's directory but for its lock (what a session left: thrown away).
+fn clear(dir: &Path) -> Result<()> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Ok(()) };
+    for e in rd.flatten() {
+        if e.file_name() != "lock" {
+            remove_tree(&e.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes `path` whole; overlayfs leaves a work directory without permissions, opened up
+/// first.
+fn remove_tree(path: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    if !meta.is_dir() {
+        return std::fs::remove_file(path).map_err(|e| Error::io(path, e));
+    }
+    if std::fs::remove_dir_all(path).is_ok() {
+        return Ok(());
+    }
+    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    if let Ok(rd) = std::fs::read_dir(path) {
+        for e in rd.flatten() {
+            remove_tree(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(path).map_err(|e| Error::io(path, e))
+}
+
+/// Removes agent `id`'s preview: its jj workspace (forgotten in jj first), or what a session
+/// left, and its diff. An open session is left alone.
 pub fn remove(project: &Project, id: &str) -> Result<()> {
     crate::jj::forget_preview(project, id);
     let dir = project.home.workspace(id);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    if in_use(&dir) {
+        return Ok(());
     }
-    for p in [manifest_path(project, id), project.home.previews().join(format!("{id}.diff"))] {
-        let _ = std::fs::remove_file(p);
-    }
+    remove_tree(&dir)?;
+    let _ = std::fs::remove_file(project.home.previews().join(format!("{id}.diff")));
     Ok(())
+}
+
+/// The previews GC may trim: every directory under `$CAIRN_HOME/workspaces/` but the open
+/// sessions', newest first.
+pub fn collectable(project: &Project) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(project.home.workspaces()) else { return Vec::new() };
+    let mut spaces: Vec<(std::time::SystemTime, String)> = rd
+        .flatten()
+        .filter(|e| !in_use(&e.path()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.file_name().to_str()?.to_string())))
+        .collect();
+    spaces.sort_by(|a, b| b.cmp(a));
+    spaces.into_iter().map(|(_, id)| id).collect()
 }

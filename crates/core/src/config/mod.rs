@@ -79,6 +79,12 @@ pub struct Gc {
     pub auto_interval_minutes: u64,
 }
 
+/// `[preview]`: preview sessions (`cairn preview`, `:CairnPreview`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Preview {
+    pub ports: Vec<u16>,
+}
+
 /// `[tmux]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tmux {
@@ -147,6 +153,7 @@ pub struct Config {
     pub sandbox: Sandbox,
     pub llm: Llm,
     pub gc: Gc,
+    pub preview: Preview,
     pub tmux: Tmux,
     pub jj: Jj,
     pub tasks: Tasks,

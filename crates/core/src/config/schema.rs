@@ -60,6 +60,7 @@ keys! {
     "gc" "max_workspaces" Kind::Int { min: 0 }, "10", "Preview workspaces kept; the least recently materialized go first.";
     "gc" "max_total_size_mb" Kind::Int { min: 0 }, "1000", "Cap on the disk use of overlays (live and archived) and preview workspaces: past it, decided agents go oldest first (keep_latest stays); 0: no cap.";
     "gc" "auto_interval_minutes" Kind::Int { min: 0 }, "30", "How often `cairn up` and the Neovim host collect garbage by themselves, when no agent runs and no accept is under way; 0: only `cairn gc`.";
+    "preview" "ports" Kind::PortList, "[]", "Ports of a preview's own loopback forwarded to the host's 127.0.0.1 while the preview is open (the agent's web app, opened in a browser before accepting it). Empty: none; :CairnPreview asks.";
     "tmux" "split" Kind::Choice(&["horizontal", "vertical"]), "\"horizontal\"", "Direction of the preview split: horizontal puts the panes side by side.";
     "tmux" "size" Kind::Str, "\"50%\"", "Size of the preview pane (tmux -l syntax: cells or a percentage).";
     "tmux" "auto_create_session" Kind::Bool, "false", "Outside tmux, open previews in a detached tmux session of their own (cairn-<project>; `tmux attach -t` it) instead of a Neovim tab.";

@@ -167,6 +167,10 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgro
         // SAFETY: descriptor 4 is the control socket `launch` put there; taken once.
         let control = unsafe { OwnedFd::from_raw_fd(super::launch::CONTROL_FD) };
         super::net::hand_out(listen, control.as_fd())?;
+    } else if let Some(w) = spec.wrap.as_ref().filter(|w| !w.dial.is_empty()) {
+        // SAFETY: as above (a session has the listeners or the dialer, never both).
+        let control = unsafe { OwnedFd::from_raw_fd(super::launch::CONTROL_FD) };
+        super::dial::start_dialer(&w.dial, control)?;
     }
     let pid = super::command::start(spec, ids, cgroup)?;
     let ended = super::command::wait(pid, spec.timeout_ms);

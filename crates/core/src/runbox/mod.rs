@@ -13,6 +13,7 @@
 mod capture;
 mod cgroup;
 mod command;
+pub mod dial;
 pub mod enter;
 mod home;
 mod ids;

@@ -217,7 +217,7 @@ fn refuse(mut conn: TcpStream, why: &str, host: Option<String>, denied: &Mutex<V
 }
 
 /// Copies both ways until either side ends.
-fn splice(a: TcpStream, b: TcpStream) {
+pub(super) fn splice(a: TcpStream, b: TcpStream) {
     let (Ok(mut a2), Ok(mut b2)) = (a.try_clone(), b.try_clone()) else { return };
     let (mut a, mut b) = (a, b);
     let up = std::thread::spawn(move || {

@@ -66,6 +66,10 @@ pub struct Wrap {
     pub home: Option<super::home::Plan>,
     /// The network namespace's listeners handed to the parent (`network = "proxy"`).
     pub listen: Option<super::net::Listen>,
+    /// Ports of the view's loopback the parent may connect to through the dialer (a preview's
+    /// `[preview] ports`, see [`super::dial`]).
+    #[serde(default)]
+    pub dial: Vec<u16>,
 }
 
 impl Spec {

@@ -22,6 +22,9 @@ pub enum Network {
     Proxy { allow_hosts: Vec<String>, host_ports: Vec<u16> },
     /// A loopback only.
     None,
+    /// A loopback only, these ports of it forwarded to the host's 127.0.0.1 (a preview's
+    /// `[preview] ports`, see [`super::dial`]).
+    Forward { ports: Vec<u16> },
     /// The host's (an explicit opt-in).
     Host,
 }
@@ -77,24 +80,22 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     let spec = spec_for(project, dir, req, terminal.is_pty())?;
     let _ = std::fs::remove_file(spec.result_file());
     let listen = spec.wrap.as_ref().and_then(|w| w.listen.clone());
-    let (ours, theirs) = match listen {
-        Some(_) => {
+    // A port in use on the host is said before anything starts.
+    let forwarded = match &req.network {
+        Network::Forward { ports } => Some(super::dial::bind(ports).map_err(Error::Sandbox)?),
+        _ => None,
+    };
+    let (ours, theirs) = match listen.is_some() || forwarded.is_some() {
+        true => {
             let (a, b) = rustix::net::socketpair(rustix::net::AddressFamily::UNIX, rustix::net::SocketType::SEQPACKET, rustix::net::SocketFlags::CLOEXEC, None).map_err(|e| Error::Sandbox(format!("socketpair: {e}")))?;
             (Some(a), Some(b))
         }
-        None => (None, None),
+        false => (None, None),
     };
     let stdio = terminal.stdio().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
     let mut child = super::launch::start(project, &spec, stdio, theirs)?;
     let relay = terminal.relay();
-    // The listeners pid 1 makes inside arrive before the command starts.
-    let serving = match (&listen, ours, &req.network) {
-        (Some(l), Some(control), Network::Proxy { allow_hosts, host_ports }) => {
-            let handed = super::net::receive(&control, 1 + l.host_ports.len());
-            Some(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone() }))
-        }
-        _ => None,
-    };
+    let serving = serve(&listen, ours, &req.network, forwarded);
     // Woken by the child's exit (its pidfd), else every `every` for a tick.
     let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
@@ -112,7 +113,14 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
         }
     }
     relay.finish();
-    let denied = serving.map(super::proxy::Serving::stop).unwrap_or_default();
+    let denied = match serving {
+        Some(Served::Proxy(s)) => s.stop(),
+        Some(Served::Forward(f)) => {
+            f.stop();
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
     let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
     if let Some(e) = ended.setup_error {
@@ -125,6 +133,25 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     Ok(Ran { exit, denied })
 }
 
+/// The parent's side of the session's network.
+enum Served {
+    Proxy(super::proxy::Serving),
+    Forward(super::dial::Forwarding),
+}
+
+/// Serves the session's network over the control socket: the proxy on the listeners pid 1
+/// makes inside (they arrive before the command starts), or the forwarded ports.
+fn serve(listen: &Option<super::net::Listen>, control: Option<std::os::fd::OwnedFd>, network: &Network, forwarded: Option<Vec<(u16, std::net::TcpListener)>>) -> Option<Served> {
+    match (listen, control, network, forwarded) {
+        (Some(l), Some(control), Network::Proxy { allow_hosts, host_ports }, _) => {
+            let handed = super::net::receive(&control, 1 + l.host_ports.len());
+            Some(Served::Proxy(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone() })))
+        }
+        (_, Some(control), Network::Forward { .. }, Some(host)) => Some(Served::Forward(super::dial::forward(host, control))),
+        _ => None,
+    }
+}
+
 fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<Spec> {
     let mut env = req.env.clone();
     let listen = match &req.network {
@@ -134,6 +161,10 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
             Some(super::net::Listen { proxy: super::net::PROXY_PORT, host_ports: host_ports.clone() })
         }
         _ => None,
+    };
+    let dial = match &req.network {
+        Network::Forward { ports } => ports.clone(),
+        _ => Vec::new(),
     };
     let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = req.hide.iter().filter(|p| !p.starts_with(&req.home)).cloned().partition(|p| p.is_dir());
     let mut hidden_dirs = super::hidden_dirs(project);
@@ -172,7 +203,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
         max_processes: 0,
         capture: false,
         capture_limits: super::capture_limits(project),
-        wrap: Some(Wrap { argv: req.argv.to_vec(), read_only, pty, home: Some(req.home_plan.clone()), listen }),
+        wrap: Some(Wrap { argv: req.argv.to_vec(), read_only, pty, home: Some(req.home_plan.clone()), listen, dial }),
     })
 }
 
@@ -194,7 +225,8 @@ fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
         // The link itself may sit in another installation's `bin/` (npm's shims).
         for p in [Some(found.clone()), std::fs::canonicalize(&found).ok()].into_iter().flatten() {
             if let Some(root) = install_root(&p) {
-                if !out.contains(&root) && !super::SYSTEM.iter().any(|s| root.starts_with(s)) {
+                // Never a system directory, nor what holds one (`/bin/sh`'s "installation" is `/`).
+                if !out.contains(&root) && !super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(&root)) {
                     out.push(root);
                 }
             }

@@ -39,6 +39,13 @@ pub fn allowed(env: &[(String, String)], listed: &[String]) -> Vec<(String, Stri
         .collect()
 }
 
+/// What of `env` a preview session gets (it runs the agent's code): the base variables a
+/// terminal program needs, never the agent CLIs' keys, `CAIRN_*` or a name that looks secret.
+pub fn for_preview(env: &[(String, String)]) -> Vec<(String, String)> {
+    let agents_own = |k: &str| AGENT_PREFIXES.iter().any(|p| k.starts_with(p));
+    env.iter().filter(|(k, _)| (BASE.contains(&k.as_str()) || k.starts_with("LC_")) && !agents_own(k) && !looks_secret(k)).cloned().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -301,6 +301,18 @@ fn stamp(m: &std::fs::Metadata) -> Stamp {
 /// first: the live agent went on working. `live`: the session is running (an ended one's
 /// last writes go to review as they are). Returns whether anything changed.
 fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, live: bool) -> Result<bool> {
+    sync_as(project, agent, staged, dir, seen, live, "the agent wrote again after its turn")
+}
+
+/// A preview session's written layer (in `dir`, as [`runbox::wrap::upper`] keeps it, over
+/// `staged`) joins agent `agent`'s proposal as the user's amendment: the same sync as a wrap
+/// session's, recorded as the proposal's next revision. Returns whether anything changed.
+pub(crate) fn amend(project: &Project, agent: &str, staged: &Staged, dir: &Path) -> Result<bool> {
+    sync_as(project, agent, staged, dir, &mut BTreeMap::new(), false, "amended by the user in a preview")
+}
+
+/// [`sync`], a decided proposal's next revision saying `why`.
+fn sync_as(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut BTreeMap<String, Stamp>, live: bool, why: &str) -> Result<bool> {
     let upper = runbox::wrap::upper(dir);
     if !upper.is_dir() {
         return Ok(false);
@@ -321,7 +333,7 @@ fn sync(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mut 
     let state = project.bin()?.get(agent)?.state;
     if state.is_revisable() {
         let to = if live { State::Executing } else { State::Reviewing };
-        crate::review::revise::start(project, agent, to, "the agent wrote again after its turn", false)?;
+        crate::review::revise::start(project, agent, to, why, false)?;
         if live {
             project.bin()?.keep_worker(agent, this_worker())?;
         }

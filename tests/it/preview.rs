@@ -1,0 +1,163 @@
+//! Preview sessions (`cairn preview ID`), used the way a user does: in a real tmux pane, a
+//! real Neovim inside the confined copy-on-write view of the agent's version. What the user
+//! writes there never reaches the tree, and reaches the proposal only with `--amend`; nothing
+//! of the unchanged tree is copied; commands in it are confined like `cairn wrap`'s; forwarded
+//! ports reach the view from the host's 127.0.0.1.
+
+use crate::support::*;
+use crate::wrap_tty::{cairn_line, Tmux};
+use std::io::{Read, Write};
+use std::path::Path;
+
+fn nvim() -> String {
+    format!("{}/.venv/nvim-0.11/bin/nvim", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Bytes of the regular files under `dir`, and whether a file named `name` is among them.
+fn bytes_under(dir: &Path, name: &str) -> (u64, bool) {
+    let (mut total, mut found) = (0, false);
+    let Ok(rd) = std::fs::read_dir(dir) else { return (0, false) };
+    for e in rd.flatten() {
+        let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
+        if m.is_dir() {
+            let (t, f) = bytes_under(&e.path(), name);
+            total += t;
+            found |= f;
+        } else if m.is_file() {
+            total += m.len();
+            found |= e.file_name() == name;
+        }
+    }
+    (total, found)
+}
+
+/// Starts `cairn preview ID ARGS` in a tmux session `t`; the pane says `PREVIEW-EXIT=<code>`
+/// when it ends.
+fn open(f: &Fixture, t: &Tmux, env: &str, args: &str) {
+    let line = format!("{env} {}; echo PREVIEW-EXIT=$?; sleep 600", cairn_line(f, &format!("preview {args}")));
+    t.cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &line]);
+}
+
+fn keys(t: &Tmux, keys: &[&str]) {
+    for k in keys {
+        t.cmd(&["send-keys", "-t", "t", k]);
+    }
+}
+
+/// Edits `a.txt` and writes `new.txt` in the preview's Neovim, then quits it.
+fn edit_and_quit(f: &Fixture, t: &Tmux, id: &str, big: u64) {
+    t.wait_for("agent line");
+    let dir = f.home.join("workspaces").join(id);
+    // Open: the proposal's one file staged, nothing of the unchanged tree.
+    let (open_bytes, big_copied) = bytes_under(&dir, "big.txt");
+    assert!(!big_copied && open_bytes < 64 * 1024, "the preview copied the tree: {open_bytes} bytes (big.txt is {big})");
+    keys(t, &[":s/agent line/user line/", "Enter", ":w", "Enter", ":e new.txt", "Enter", "iuser file", "Escape", ":w", "Enter"]);
+    let upper = dir.join("rw/upper");
+    wait_until(30, "the preview's writes", || std::fs::read(upper.join("new.txt")).is_ok_and(|b| b.starts_with(b"user file")) && std::fs::read(upper.join("a.txt")).is_ok_and(|b| b.starts_with(b"user line")));
+    let (bytes, big_copied) = bytes_under(&dir, "big.txt");
+    assert!(!big_copied && bytes < 64 * 1024, "only the changed files and the user's: {bytes} bytes");
+    keys(t, &[":qa!", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+}
+
+#[test]
+fn a_previews_edits_never_reach_the_tree_and_reach_the_proposal_only_amended() {
+    let f = Fixture::with_files(&[("a.txt", "one\n"), ("big.txt", &"x".repeat(2 << 20))]);
+    let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
+    let diff = f.cairn(&["diff", &s.id]).ok().stdout;
+    let t = Tmux::new();
+    open(&f, &t, "", &format!("{} --file a.txt --line 1 --editor {}", s.id, nvim()));
+    edit_and_quit(&f, &t, &s.id, 2 << 20);
+    assert!(t.pane().contains("were thrown away"), "{}", t.pane());
+    assert_eq!(f.read_str("a.txt").as_deref(), Some("one\n"), "the tree is untouched");
+    assert!(f.read("new.txt").is_none());
+    assert_eq!(f.cairn(&["diff", &s.id]).ok().stdout, diff, "the proposal is untouched");
+    assert!(!f.home.join("workspaces").join(&s.id).join("rw").exists(), "the written layer is thrown away");
+    drop(t);
+
+    // Amended: the edit joins the proposal as its next revision; the tree still has nothing.
+    let t = Tmux::new();
+    open(&f, &t, "", &format!("{} --amend --file a.txt --line 1 --editor {}", s.id, nvim()));
+    edit_and_quit(&f, &t, &s.id, 2 << 20);
+    assert!(t.pane().contains("joined the proposal"), "{}", t.pane());
+    assert_eq!(f.read_str("a.txt").as_deref(), Some("one\n"), "the tree is untouched");
+    assert!(f.read("new.txt").is_none());
+    let amended = f.cairn(&["diff", &s.id]).ok().stdout;
+    assert!(amended.contains("+user line") && amended.contains("+user file") && !amended.contains("+agent line"), "{amended}");
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
+    let log = f.cairn(&["log", &s.id]).ok().stdout;
+    assert!(log.contains("amended by the user in a preview"), "{log}");
+}
+
+#[test]
+fn amending_needs_a_proposal_under_review() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
+    f.cairn(&["accept", &s.id]).ok();
+    let t = Tmux::new();
+    open(&f, &t, "", &format!("{} --amend --editor {}", s.id, nvim()));
+    t.wait_for("PREVIEW-EXIT=1");
+    assert!(t.pane().contains("amend its proposal"), "{}", t.pane());
+}
+
+#[test]
+fn commands_in_a_preview_see_no_home_secrets_and_reach_no_host_listener() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
+    let home = f.dir.path().join("userhome");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "SECRET-KEY-MATERIAL\n").unwrap();
+    std::fs::write(home.join(".netrc"), "machine x password SECRET-NETRC\n").unwrap();
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let t = Tmux::new();
+    open(&f, &t, &format!("HOME={} SHELL=/bin/sh", home.display()), &format!("{} --shell", s.id));
+    keys(&t, &["echo READY-$((2+3))", "Enter"]);
+    t.wait_for("READY-5");
+    keys(&t, &["cat a.txt ~/.ssh/id_rsa ~/.netrc; echo CAT-$((1+1))", "Enter"]);
+    t.wait_for("CAT-2");
+    let probe = format!("python3 -c \"import socket; s=socket.socket(); s.settimeout(3); print('REACH-' + ('yes' if s.connect_ex(('127.0.0.1', {port})) == 0 else 'no'))\"");
+    keys(&t, &[&probe, "Enter"]);
+    wait_until(30, "the probe", || t.pane().contains("REACH-yes") || t.pane().contains("REACH-no"));
+    let pane = t.pane();
+    assert!(pane.contains("agent line"), "the view is the agent's version: {pane}");
+    assert!(!pane.contains("SECRET-KEY-MATERIAL") && !pane.contains("SECRET-NETRC"), "home secrets visible: {pane}");
+    assert!(pane.contains("REACH-no"), "the host's listener was reached: {pane}");
+    assert!(host.accept().is_err(), "a connection reached the host's listener");
+    keys(&t, &["exit", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+}
+
+/// A free port of the host's loopback (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
+    write!(c, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn a_forwarded_port_reaches_the_agents_web_app_from_the_hosts_loopback() {
+    let f = Fixture::with_files(&[("index.html", "old page\n")]);
+    let s = f.run_ok("write_file('index.html', 'the agent page\\n')");
+    let port = free_port();
+    f.home_config(&format!("[preview]\nports = [{port}]\n"));
+    let t = Tmux::new();
+    open(&f, &t, "SHELL=/bin/sh", &format!("{} --shell", s.id));
+    keys(&t, &["echo READY-$((2+3))", "Enter"]);
+    t.wait_for("READY-5");
+    keys(&t, &[&format!("python3 -m http.server {port} --bind 127.0.0.1"), "Enter"]);
+    wait_until(30, "the agent's page through the forwarded port", || http_get(port, "/index.html").is_some_and(|r| r.contains("the agent page")));
+    keys(&t, &["C-c"]);
+    keys(&t, &["exit", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+    // The forwarder ended with the session.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(), "the host's port is free again");
+}
