@@ -38,6 +38,7 @@ pub mod logging;
 pub mod mcp;
 mod open;
 pub mod preview;
+mod relay;
 mod render;
 pub mod review_cli;
 pub mod orch_cli;

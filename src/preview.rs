@@ -116,7 +116,8 @@ fn here(project: &Project, id: &str, a: &Args) -> Result<i32> {
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         streams: Some(Arc::new(streams)),
     };
-    let closed = cairn_core::workspace::session(project, id, &session, &mut |_| {})?;
+    // `:CairnAccept` / `:CairnReject` typed in the preview, confirmed in tmux.
+    let closed = cairn_core::workspace::session(project, id, &session, &mut |console| crate::relay::handle(project, id, console))?;
     let n = closed.written.len();
     let what = match (n, closed.amended) {
         (0, _) => "nothing written".to_string(),

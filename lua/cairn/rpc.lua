@@ -149,7 +149,23 @@ end
 ---@param method string
 ---@param args table?
 ---@param cb fun(result: any, err: table?)
+--- Inside a preview (`cairn preview`: a confined view, no host, no socket): :CairnAccept and
+--- :CairnReject are asked of the `cairn` outside with an OSC sequence on the terminal; it
+--- acts on the previewed agent only once you confirm in tmux. Nothing else is available.
+local function in_preview(method, args, cb)
+  if method == 'accept' or method == 'reject' then
+    local ask = vim.json.encode({ action = method, reason = (args or {}).reason })
+    vim.api.nvim_chan_send(2, '\027]5379;' .. ask .. '\007')
+    notify.notify('cairn: ' .. method .. ' asked of the preview\'s cairn: confirm in tmux')
+  else
+    cb(nil, { code = 'preview', message = 'inside a preview only :CairnAccept and :CairnReject are relayed (confirmed in tmux)' })
+  end
+end
+
 function M.call_async(method, args, cb)
+  if vim.env.CAIRN_PREVIEW and vim.env.CAIRN_PREVIEW ~= '' then
+    return in_preview(method, args, cb)
+  end
   local chan = M.start()
   if not chan then
     cb(nil, { code = 'no_host', message = 'the cairn host is not running' })

@@ -161,3 +161,74 @@ fn a_forwarded_port_reaches_the_agents_web_app_from_the_hosts_loopback() {
     // The forwarder ended with the session.
     assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(), "the host's port is free again");
 }
+
+/// A client attached to session `t` as a user's terminal: keys written to it are the user's,
+/// what it draws (tmux's prompts) is read back.
+struct Client {
+    child: std::process::Child,
+    screen: std::path::PathBuf,
+}
+
+impl Client {
+    fn attach(f: &Fixture, t: &Tmux) -> Client {
+        let screen = f.dir.path().join("client-screen");
+        let out = std::fs::File::create(&screen).unwrap();
+        let attach = format!("tmux -S {} attach -t t", t.socket().display());
+        let child = std::process::Command::new("script").args(["-q", "-c", &attach, "/dev/null"]).env("TERM", "xterm").stdin(std::process::Stdio::piped()).stdout(out).spawn().unwrap();
+        wait_until(30, "the client attached", || !t.cmd(&["list-clients"]).trim().is_empty());
+        Client { child, screen }
+    }
+    fn type_keys(&mut self, keys: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(keys.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    fn drawn(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.screen).unwrap_or_default()).into_owned()
+    }
+    /// The code of the `n`th confirmation prompt drawn.
+    fn code(&self, n: usize) -> String {
+        let mut code = String::new();
+        wait_until(30, "the confirmation prompt", || {
+            let drawn = self.drawn();
+            let codes: Vec<&str> = drawn.split("? type ").skip(1).filter_map(|s| s.get(..3)).collect();
+            codes.get(n).map(|c| code = c.to_string()).is_some()
+        });
+        code
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_accept_asked_in_the_preview_acts_only_once_the_user_types_the_code_in_tmux() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
+    let t = Tmux::new();
+    open(&f, &t, "SHELL=/bin/sh", &format!("{} --shell", s.id));
+    let mut client = Client::attach(&f, &t);
+    keys(&t, &["echo READY-$((2+3))", "Enter"]);
+    t.wait_for("READY-5");
+    // What the preview's Neovim sends for :CairnAccept (agent code in the view can too).
+    let ask = r#"printf '\033]5379;{"action":"accept","id":"other"}\007'"#;
+    keys(&t, &[ask, "Enter"]);
+    client.code(0);
+    // Dismissed: nothing happens.
+    client.type_keys("\x1b");
+    wait_until(30, "the refusal", || client.drawn().contains("not confirmed"));
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
+    assert_eq!(f.read_str("a.txt").as_deref(), Some("one\n"));
+    // Confirmed with the prompt's code: the previewed agent is accepted.
+    keys(&t, &[ask, "Enter"]);
+    let code = client.code(1);
+    client.type_keys(&format!("{code}\r"));
+    wait_until(30, "the accept", || f.status(&s.id).state.as_str() == "accepted");
+    assert_eq!(f.read_str("a.txt").as_deref(), Some("agent line\n"));
+    keys(&t, &["exit", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+}

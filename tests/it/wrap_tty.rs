@@ -19,6 +19,9 @@ impl Tmux {
         let out = Command::new("tmux").arg("-S").arg(self.dir.path().join("sock")).args(args).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+    pub fn socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("sock")
+    }
     pub fn pane(&self) -> String {
         self.cmd(&["capture-pane", "-p", "-t", "t"])
     }

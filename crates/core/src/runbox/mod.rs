@@ -20,6 +20,7 @@ mod ids;
 mod launch;
 mod mounts;
 pub mod net;
+mod osc;
 mod procfs;
 pub mod proxy;
 pub mod pty;

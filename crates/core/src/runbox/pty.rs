@@ -32,6 +32,8 @@ struct ConsoleState {
     last_out: AtomicI64,
     /// The agent asked for bracketed paste (`ESC [ ? 2004 h`).
     paste: AtomicBool,
+    /// Requests the command made with Cairn's own OSC sequence ([`super::osc`]), not yet taken.
+    requests: std::sync::Mutex<Vec<String>>,
     /// The pty's master side (none: the session has no terminal of its own).
     master: std::sync::Mutex<Option<OwnedFd>>,
     start: std::sync::OnceLock<std::time::Instant>,
@@ -50,6 +52,27 @@ impl Console {
     /// Time since the agent last wrote to its terminal.
     pub fn quiet_for(&self) -> Duration {
         Duration::from_millis((self.now_ms() - self.inner.last_out.load(Ordering::SeqCst)).max(0) as u64)
+    }
+
+    /// Takes the requests the command made on its terminal (a preview's Neovim asking for
+    /// a decision, see [`super::osc`]): what it asks, never a decision made.
+    pub fn take_requests(&self) -> Vec<String> {
+        self.inner.requests.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default()
+    }
+
+    fn asked(&self, asked: &mut Vec<Vec<u8>>) {
+        if asked.is_empty() {
+            return;
+        }
+        if let Ok(mut r) = self.inner.requests.lock() {
+            for a in asked.drain(..) {
+                // A few at a time: a flood is dropped, not queued.
+                if r.len() < 4 {
+                    r.push(String::from_utf8_lossy(&a).into_owned());
+                }
+            }
+        }
+        asked.clear();
     }
 
     /// A mark of the latest output (compare two to know whether output came in between).
@@ -272,7 +295,8 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
     let mut size = rustix::termios::tcgetwinsize(&tty).ok();
     let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut filter = Osc52::default();
+    let mut filter = super::osc::OscFilter::default();
+    let mut asked = Vec::new();
     let mut clean = Vec::with_capacity(buf.len());
     loop {
         let ready = readable(&master, 100);
@@ -290,80 +314,12 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
             Ok(n) => {
                 console.saw_output(&buf[..n]);
                 clean.clear();
-                filter.pass(&buf[..n], &mut clean);
+                filter.pass(&buf[..n], &mut clean, &mut asked);
+                console.asked(&mut asked);
                 if out.write_all(&clean).is_err() {
                     break;
                 }
             }
-        }
-    }
-}
-
-/// Drops OSC 52 (`ESC ] 52 ; ... BEL` or `... ESC \`), a program's way to set the user's
-/// clipboard through the terminal, from the agent's output; everything else passes as is
-/// (colours, cursor movement, titles are the agent's own terminal's business). Sequences may
-/// span reads.
-#[derive(Default)]
-pub struct Osc52 {
-    /// Bytes of a possible start (`ESC ] 5 2 ;`) seen so far.
-    pending: Vec<u8>,
-    /// Inside a dropped sequence; the last byte was ESC (a `\` ends it).
-    dropping: bool,
-    esc: bool,
-}
-
-impl Osc52 {
-    const START: &'static [u8] = b"\x1b]52;";
-
-    pub fn pass(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &b in input {
-            if self.dropping {
-                if b == 0x07 || (self.esc && b == b'\\') {
-                    self.dropping = false;
-                }
-                self.esc = b == 0x1b;
-                continue;
-            }
-            if !self.pending.is_empty() || b == 0x1b {
-                self.pending.push(b);
-                if Self::START.starts_with(&self.pending) {
-                    if self.pending.len() == Self::START.len() {
-                        self.pending.clear();
-                        self.dropping = true;
-                        self.esc = false;
-                    }
-                    continue;
-                }
-                let held = std::mem::take(&mut self.pending);
-                // The last byte may begin a sequence of its own.
-                let (keep, last) = held.split_at(held.len() - 1);
-                out.extend_from_slice(keep);
-                if last[0] == 0x1b {
-                    self.pending.push(0x1b);
-                } else {
-                    out.push(last[0]);
-                }
-                continue;
-            }
-            out.push(b);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Osc52;
-
-    #[test]
-    fn clipboard_writes_are_dropped_in_any_split_and_the_rest_passes() {
-        let input = b"a\x1b[31mred\x1b]0;title\x07\x1b]52;c;SU5KRUNU\x07b\x1b]52;p;eA==\x1b\\c\x1b\x1b]52;c;x\x07d";
-        let want = b"a\x1b[31mred\x1b]0;title\x07bc\x1bd".to_vec();
-        for split in 1..input.len() {
-            let (mut f, mut out) = (Osc52::default(), Vec::new());
-            for chunk in input.chunks(split) {
-                f.pass(chunk, &mut out);
-            }
-            assert_eq!(out, want, "split every {split}");
         }
     }
 }
