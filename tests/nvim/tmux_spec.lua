@@ -1,6 +1,7 @@
 -- A real tmux server with Neovim inside: the screen shows the ghost text (expected-screen
 -- captures for modify, delete, add and the buffer end), and :CairnPreview opens a second pane
--- on the materialized workspace at the same file and line, reused by the next preview.
+-- running the preview session (the agent's version in a confined copy-on-write view) at the
+-- same file and line, reused by the next preview.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
 
 local socket = 'cairn-test-' .. vim.fn.getpid()
@@ -79,7 +80,7 @@ H.test('ghost text on screen: insertion before the first line', function()
   }, 'screen')
 end)
 
-H.test(':CairnPreview opens a pane on the workspace at the same file, at the line the diff maps to; the next reuses it', function()
+H.test(':CairnPreview opens a pane running the preview session at the same file, at the line the diff maps to; the next reuses it', function()
   send(':3')
   send(':CairnPreview')
   -- tmux learns a new pane's working directory a moment after creating it: wait for both.
@@ -90,7 +91,7 @@ H.test(':CairnPreview opens a pane on the workspace at the same file, at the lin
     id, path = panes[2]:match('^(%S+) (.+)$')
     return path ~= nil
   end, 'a second pane with its working directory')
-  H.ok(path:find(home .. '/workspaces/', 1, true), 'pane cwd is the workspace: ' .. path)
+  H.ok(path:find(root, 1, true), 'the session runs at the project root (its view): ' .. path)
   H.wait(10000, function() return screen(id):find('zero') ~= nil end, 'preview nvim shows the agent\'s version')
   -- At the line the diff maps line 3 to: the agent added a line above it.
   H.wait(5000, function() return screen(id):find('4,1') ~= nil end, 'preview at line 4: ' .. screen(id))
