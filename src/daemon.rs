@@ -56,13 +56,16 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
         }
     };
     // The watcher starts before this catch-up, so nothing between the two is missed.
-    cairn_core::sync::init(project)?;
-    let _live = match LiveIndex::claim(project) {
-        Ok(live) => Some(live),
-        Err(e) => {
+    cairn_core::sync::catch_up(project)?;
+    // Only a watcher makes the index live: without one, each command catches up itself (a
+    // pruned scan), which is fresher than this process's scan of a second ago.
+    let _live = match watcher.is_some().then(|| LiveIndex::claim(project)) {
+        Some(Ok(live)) => Some(live),
+        Some(Err(e)) => {
             tracing::warn!("{e}");
             None
         }
+        None => None,
     };
     let pool = Pool::new(&project.exe, project.config.sandbox.syntax_layer);
     std::thread::scope(|s| {
@@ -92,12 +95,13 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     })
 }
 
-/// Keeps the index current until `stop`: events keep it within milliseconds; a stat-based
-/// reconcile (incremental: unchanged files are not read) makes it right whatever the events
-/// missed or misordered (directory swaps, renames then re-creation, overflow). It runs
-/// [`RECONCILE_EVERY`] after activity in the tree, and only every [`RECONCILE_IDLE`] when
-/// nothing happens (a walk of 100k files costs ~0.3 s: every second would be 30% of a core
-/// while idle). Without a watcher, it runs every [`RECONCILE_EVERY`].
+/// Keeps the index current until `stop`: events keep it within milliseconds; a pruned scan
+/// (`sync::catch_up`: the directories whose stamp moved) makes it right whatever the events
+/// missed or misordered (directory swaps, renames then re-creation). It runs
+/// [`RECONCILE_EVERY`] after activity in the tree, and every [`RECONCILE_IDLE`] when nothing
+/// happens; an overflow of the kernel's queue (events lost, files rewritten in place among
+/// them) is answered by a full scan. Without a watcher (the inotify limit is exhausted), the
+/// pruned scan runs every [`RECONCILE_EVERY`] and is the change source.
 pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core::watcher::Watcher>, stop: &AtomicBool) {
     let mut last_reconcile = std::time::Instant::now();
     let mut due: Option<std::time::Instant> = None;
@@ -113,6 +117,11 @@ pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core:
                 if let Err(e) = w.pump(Duration::from_millis(200)) {
                     tracing::warn!("watcher: {e}");
                 }
+                if w.take_overflow() {
+                    if let Err(e) = cairn_core::sync::init(project) {
+                        tracing::warn!("full scan after an overflow: {e}");
+                    }
+                }
                 if w.take_activity() {
                     due.get_or_insert_with(|| std::time::Instant::now() + RECONCILE_EVERY);
                 }
@@ -125,7 +134,7 @@ pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core:
         };
         let now = std::time::Instant::now();
         if due.is_some_and(|d| now >= d) || now - last_reconcile >= interval {
-            if let Err(e) = cairn_core::sync::init(project) {
+            if let Err(e) = cairn_core::sync::catch_up(project) {
                 tracing::warn!("reconcile: {e}");
             }
             last_reconcile = std::time::Instant::now();

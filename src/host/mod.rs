@@ -87,7 +87,7 @@ async fn serve(project: Project) -> Result<()> {
         std::thread::spawn(move || {
             if !ready.is_ready() {
                 let started = std::time::Instant::now();
-                match cairn_core::sync::init(&project) {
+                match cairn_core::sync::catch_up(&project) {
                     // Only a first index the user may have waited for is worth a message.
                     Ok(r) if started.elapsed() >= Duration::from_secs(1) => ready.set(format!("indexed {} files in {:.1} s", r.files, started.elapsed().as_secs_f64())),
                     Ok(_) => ready.set(String::new()),

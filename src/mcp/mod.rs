@@ -73,7 +73,7 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let indexer = (!cairn_core::index::index_is_live(&project)).then(|| {
         let watcher = crate::daemon::start_watcher(&project).map_err(|e| tracing::warn!("mcp: {e}; the index is reconciled every second")).ok();
-        if let Err(e) = cairn_core::sync::init(&project) {
+        if let Err(e) = cairn_core::sync::catch_up(&project) {
             tracing::warn!("mcp: catch-up of the index: {e}");
         }
         let (project, stop) = (Arc::clone(&project), Arc::clone(&stop));

@@ -42,6 +42,7 @@ mod llm;
 mod llm_providers;
 mod sandbox;
 mod seeds;
+mod scan;
 mod scarce;
 mod sessions;
 mod sessions_kill;

@@ -46,12 +46,12 @@ pub fn touch_live(project: &Project) {
     }
 }
 
-/// Brings `stable.db` up to date (an incremental re-index: only changed files are read) unless
-/// a live watcher already does. Runs before an agent is queued from the CLI or a signal, so an
-/// agent sees files created since the last `init`.
+/// Brings `stable.db` up to date unless a live watcher already does: a pruned scan (only the
+/// directories whose stamp moved are read, see [`crate::sync::scan`]). Runs before an agent is
+/// queued from the CLI or a signal, so an agent sees files created since the last `init`.
 pub fn ensure_index(project: &Project) -> Result<()> {
     if !index_is_live(project) {
-        crate::sync::init(project)?;
+        crate::sync::catch_up(project)?;
     }
     Ok(())
 }

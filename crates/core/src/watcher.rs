@@ -18,6 +18,8 @@ pub struct Watcher {
     project: Project,
     /// An event about the tree (or an overflow) arrived since [`Watcher::take_activity`].
     activity: bool,
+    /// The kernel's queue overflowed since [`Watcher::take_overflow`]: events were lost.
+    overflow: bool,
 }
 
 /// Can `kind` mean that something in the tree changed? Opens, reads and closes after reading
@@ -56,7 +58,7 @@ impl Watcher {
         })
         .map_err(|e| Error::Watch(e.to_string()))?;
         inner.watch(&project.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(describe(&e)))?;
-        Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone(), activity: false })
+        Ok(Watcher { _inner: inner, rx, rules: IgnoreRules::new(&project.root), project: project.clone(), activity: false, overflow: false })
     }
 
     /// Waits up to `timeout` for events, then syncs every path they name (and any that
@@ -67,6 +69,11 @@ impl Watcher {
         std::mem::take(&mut self.activity)
     }
 
+    /// Were events lost since the last call (the kernel's queue overflowed)?
+    pub fn take_overflow(&mut self) -> bool {
+        std::mem::take(&mut self.overflow)
+    }
+
     pub fn pump(&mut self, timeout: Duration) -> Result<usize> {
         let first = match self.rx.recv_timeout(timeout) {
             Ok(ev) => ev,
@@ -74,11 +81,12 @@ impl Watcher {
             Err(RecvTimeoutError::Disconnected) => return Err(Error::Watch("watcher stopped".into())),
         };
         let mut rels = BTreeSet::new();
-        let activity = &mut self.activity;
+        let (activity, overflow) = (&mut self.activity, &mut self.overflow);
         let mut add = |ev: notify::Result<notify::Event>| {
             if let Ok(ev) = ev {
                 // An overflow names no path: the tree must be walked again.
                 *activity |= ev.need_rescan();
+                *overflow |= ev.need_rescan();
                 if !changes_content(&ev.kind) {
                     return;
                 }

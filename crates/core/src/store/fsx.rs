@@ -221,22 +221,40 @@ pub fn read_at_most(root: &Path, rel: &str, max: u64) -> Result<Option<Capped>> 
 /// Hashes a regular file under the root as it streams by (never held whole): its hash and
 /// the number of bytes hashed.
 pub fn hash(root: &Path, rel: &str) -> Result<Option<(crate::store::Hash, u64)>> {
-    let Some((mut file, _)) = open_regular(root, rel)? else { return Ok(None) };
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut total = 0u64;
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                hasher.update(&buf[..n]);
-                total += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io(root.join(rel), e)),
-        }
+    hash_in(root, rel, None)
+}
+
+/// [`hash`] through `dir`, the open directory of `rel` when the caller has it (a scan of
+/// that directory): one open per file instead of a walk from the root.
+pub fn hash_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(crate::store::Hash, u64)>> {
+    let Some((mut file, st)) = open_regular_in(root, rel, dir)? else { return Ok(None) };
+    let size = st.st_size as u64;
+    // One buffer per thread: a million small files would otherwise zero 64 KiB each.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
     }
-    Ok(Some((*hasher.finalize().as_bytes(), total)))
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        let mut hasher = blake3::Hasher::new();
+        let mut total = 0u64;
+        loop {
+            match file.read(&mut buf[..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buf[..n]);
+                    total += n as u64;
+                    // A short read at the size stat'ed is the end (one read call fewer per
+                    // small file); a file that grew goes on being read.
+                    if n < buf.len() && total >= size {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(root.join(rel), e)),
+            }
+        }
+        Ok(Some((*hasher.finalize().as_bytes(), total)))
+    })
 }
 
 fn is_absent(e: &std::io::Error) -> bool {

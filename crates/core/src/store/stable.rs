@@ -18,9 +18,12 @@ CREATE TABLE IF NOT EXISTS entries(
     hash BLOB
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entries_parent ON entries(parent);
+CREATE INDEX IF NOT EXISTS entries_dirs ON entries(kind) WHERE kind = 1;
 ";
 
-/// One indexed path.
+/// One indexed path. For a directory, `size` is its inode number and `mtime_ns` its mtime as
+/// of the last scan that read it whole, or 0 when unsure: together its stamp (see
+/// [`crate::sync::scan`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub path: String,
@@ -72,6 +75,14 @@ impl Stable {
     pub fn all(&self) -> Result<Vec<Entry>> {
         let mut st = self.conn.prepare_cached(&format!("SELECT {COLS} FROM entries ORDER BY path"))?;
         let rows = st.query_map([], row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every indexed directory with its stamp (mtime, inode), through the directories' own
+    /// index: what a pruned scan stats, without reading the files' rows.
+    pub fn dir_stamps(&self) -> Result<Vec<(String, i64, u64)>> {
+        let mut st = self.conn.prepare_cached("SELECT path, mtime_ns, size FROM entries WHERE kind = 1")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

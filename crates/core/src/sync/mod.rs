@@ -9,6 +9,8 @@ use crate::store::{self, atomic, fsx, stable::Entry, Kind};
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+
+pub mod scan;
 use std::sync::Mutex;
 
 /// What an [`init`] did.
@@ -24,13 +26,13 @@ pub struct InitReport {
     pub rebuilt: Option<String>,
 }
 
-fn mtime_ns(md: &std::fs::Metadata) -> i64 {
+pub(crate) fn mtime_ns(md: &std::fs::Metadata) -> i64 {
     md.mtime() * 1_000_000_000 + md.mtime_nsec()
 }
 
 /// Builds the entry of `rel` from disk, hashing only when `prev` does not already match size
 /// and mtime. `None` when the path is absent or not a project file type.
-fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<&Entry>) -> Result<Option<Entry>> {
+pub(crate) fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<&Entry>) -> Result<Option<Entry>> {
     let ft = md.file_type();
     let kind = if ft.is_dir() {
         Kind::Dir
@@ -45,8 +47,14 @@ fn entry_from_disk(root: &Path, rel: &str, md: &std::fs::Metadata, prev: Option<
         path: rel.to_string(),
         kind,
         mode: md.permissions().mode() & 0o7777,
-        size: if kind == Kind::File { md.size() } else { 0 },
-        mtime_ns: mtime_ns(md),
+        size: match kind {
+            Kind::File => md.size(),
+            Kind::Dir => md.ino(),
+            _ => 0,
+        },
+        // A directory's stamp is recorded only by a scan that read it whole ([`scan`]);
+        // elsewhere it is "unsure" (0), so the next pruned scan reads it.
+        mtime_ns: if kind == Kind::Dir { 0 } else { mtime_ns(md) },
         hash: None,
     };
     if kind == Kind::File {
@@ -104,48 +112,34 @@ fn init_with(project: &Project, rebuild: bool) -> Result<InitReport> {
     let agentfs = project.agentfs();
     project.refuse_lost_bin()?;
     project.state_dir(&agentfs)?;
-    let (mut stable, rebuilt) = match project.stable().and_then(|s| s.all().map(|_| s)) {
+    // Counting reads every page of the table: a damaged index shows here, before any write.
+    let (mut stable, rebuilt) = match project.stable().and_then(|s| s.count().map(|_| s)) {
         Ok(s) => (s, None),
         Err(e @ (Error::Database { .. } | Error::Db(_))) if rebuild => (set_aside_damaged_index(project)?, Some(e.to_string())),
         Err(e) => return Err(e),
     };
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
-    let previous: HashMap<String, Entry> = stable.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();
-    let found = walk(&project.root);
-    // Hash on two threads (the machines this targets have two cores).
-    let entries = crate::par::map(&found, 2, "indexing", |(rel, md)| entry_from_disk(&project.root, rel, md, previous.get(rel)))?;
-
-    let mut report = InitReport { rebuilt, ..Default::default() };
-    let w = stable.writer()?;
-    let mut written = 0u64;
-    let mut seen = std::collections::HashSet::new();
-    for e in entries {
-        let Some(e) = e? else { continue };
-        match e.kind {
-            Kind::Dir => report.dirs += 1,
-            _ => report.files += 1,
-        }
-        let prev = previous.get(&e.path);
-        if prev != Some(&e) {
-            if e.kind == Kind::File && prev.and_then(|p| p.hash) != e.hash {
-                report.hashed += 1;
-            }
-            w.upsert(&e)?;
-            written += 1;
-        }
-        seen.insert(e.path);
-    }
-    for path in previous.keys() {
-        if !seen.contains(path) {
-            w.remove_tree(path)?;
-            report.removed += 1;
-        }
-    }
-    w.commit()?;
-    if written + report.removed > CHECKPOINT_AFTER {
+    let done = scan::scan(project, &mut stable, scan::Depth::Full)?;
+    if done.written > CHECKPOINT_AFTER {
         stable.checkpoint()?;
     }
-    Ok(report)
+    Ok(InitReport { files: done.files, dirs: done.dirs, hashed: done.hashed, removed: done.removed, rebuilt })
+}
+
+/// Brings `stable.db` in line with the tree in O(directories + changes): the directories
+/// whose stamp moved are read, new ones whole (see [`scan`]). What a command without a live
+/// watcher runs before it queues an agent, and what a watcher's process runs to catch up.
+/// On a project never indexed, it indexes everything.
+pub fn catch_up(project: &Project) -> Result<scan::Scanned> {
+    let agentfs = project.agentfs();
+    project.refuse_lost_bin()?;
+    project.state_dir(&agentfs)?;
+    let mut stable = project.stable()?;
+    let done = scan::scan(project, &mut stable, scan::Depth::Pruned)?;
+    if done.written > CHECKPOINT_AFTER {
+        stable.checkpoint()?;
+    }
+    Ok(done)
 }
 
 /// Every path of the project that is mirrored, with its metadata (a parallel walk that honours
@@ -226,7 +220,7 @@ pub fn special_files(project: &Project) -> Vec<String> {
 
 /// Non-UTF-8 names are not indexed (paths are text everywhere in Cairn: the index, the
 /// externals, the diff); each is reported once per process.
-fn warn_once_unindexed(path: &Path) {
+pub(crate) fn warn_once_unindexed(path: &Path) {
     static WARNED: std::sync::OnceLock<Mutex<std::collections::HashSet<std::path::PathBuf>>> = std::sync::OnceLock::new();
     let warned = WARNED.get_or_init(Default::default);
     if warned.lock().map(|mut w| w.insert(path.to_path_buf())).unwrap_or(false) {
@@ -309,7 +303,7 @@ fn upsert_dirs(project: &Project, w: &crate::store::stable::Writer<'_>, dirs: im
     for dir in dirs {
         if let Ok(md) = std::fs::symlink_metadata(project.root.join(&dir)) {
             if md.is_dir() {
-                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: 0, mtime_ns: mtime_ns(&md), hash: None })?;
+                w.upsert(&Entry { path: dir, kind: Kind::Dir, mode: md.permissions().mode() & 0o7777, size: md.ino(), mtime_ns: 0, hash: None })?;
             }
         }
     }
