@@ -46,7 +46,7 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
     let mut watcher = match start_watcher(project) {
         Ok(w) => Some(w),
         Err(e) => {
-            let line = format!("file watcher unavailable: {e}; falling back to a stat scan every {} s", RECONCILE_EVERY.as_secs());
+            let line = format!("file watcher unavailable: {e}; falling back to a stat scan of the directories (every {} s or more on a large tree; commands catch up themselves)", RECONCILE_EVERY.as_secs());
             tracing::warn!("{line}");
             if let Ok(mut last) = last_error.lock() {
                 *last = Some(line.clone());
@@ -101,11 +101,13 @@ pub fn services(project: &Project, stop: &AtomicBool, report: &(dyn Fn(String) +
 /// [`RECONCILE_EVERY`] after activity in the tree, and every [`RECONCILE_IDLE`] when nothing
 /// happens; an overflow of the kernel's queue (events lost, files rewritten in place among
 /// them) is answered by a full scan. Without a watcher (the inotify limit is exhausted), the
-/// pruned scan runs every [`RECONCILE_EVERY`] and is the change source.
+/// pruned scan is the change source: every [`RECONCILE_EVERY`], or fifty times its own
+/// cost on a tree where it takes longer (commands then catch up themselves: see `LiveIndex`).
 pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core::watcher::Watcher>, stop: &AtomicBool) {
     let mut last_reconcile = std::time::Instant::now();
     let mut due: Option<std::time::Instant> = None;
     let mut last_touch = std::time::Instant::now();
+    let mut last_cost = Duration::ZERO;
     while !stop.load(Ordering::Relaxed) {
         if last_touch.elapsed() >= Duration::from_secs(1) {
             // The liveness stamp: a stopped or hung process is not trusted for long.
@@ -129,7 +131,8 @@ pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core:
             }
             None => {
                 std::thread::sleep(Duration::from_millis(200));
-                RECONCILE_EVERY
+                // At most a fiftieth of a core on scanning, however large the tree.
+                RECONCILE_EVERY.max(last_cost * 50)
             }
         };
         let now = std::time::Instant::now();
@@ -137,6 +140,7 @@ pub(crate) fn keep_index(project: &Project, mut watcher: Option<&mut cairn_core:
             if let Err(e) = cairn_core::sync::catch_up(project) {
                 tracing::warn!("reconcile: {e}");
             }
+            last_cost = now.elapsed();
             last_reconcile = std::time::Instant::now();
             due = None;
         }

@@ -245,3 +245,63 @@ fn an_exhausted_inotify_limit_is_reported_and_the_stat_scan_takes_over() {
     let _ = up.kill();
     let _ = up.wait();
 }
+
+/// The kernel's own limit, run out of for real: `cairn up` in a user namespace whose
+/// `max_inotify_watches` (a per-namespace limit) is 2, on a project of 12 directories. It says
+/// so once, naming the sysctl, and its stat scan still sees a file created and a file deleted.
+#[test]
+fn a_watcher_out_of_inotify_watches_still_sees_a_created_and_a_deleted_file() {
+    let probe = std::process::Command::new("unshare").args(["-U", "-r", "sh", "-c", "echo 2 > /proc/sys/user/max_inotify_watches"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIP: this kernel gives no user namespace whose inotify limit can be set");
+        return;
+    }
+    let mut files = vec![("keep.txt".to_string(), "k".to_string()), ("gone.txt".to_string(), "g".to_string())];
+    for d in 0..10 {
+        files.push((format!("d{d}/sub/f.txt"), "x".into()));
+    }
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let f = Fixture::with_files(&refs);
+    f.init();
+    let mut up = std::process::Command::new("unshare")
+        .args(["-U", "-r", "sh", "-c", "echo 2 > /proc/sys/user/max_inotify_watches && exec \"$0\" \"$@\""])
+        .arg(exe())
+        .arg("--project-root")
+        .arg(&f.root)
+        .arg("--cairn-home")
+        .arg(&f.home)
+        .arg("up")
+        .env_remove("CAIRN_HOME")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(up.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("file watcher unavailable") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    assert!(said.contains("inotify watch limit is exhausted") && said.contains("sysctl fs.inotify.max_user_watches="), "{said}");
+    // No watcher runs: whichever scan sees these (the start-up catch-up or a periodic one),
+    // it is the stat scan; the third change comes after both.
+    f.write("d7/sub/created.txt", "new\n");
+    std::fs::remove_file(f.root.join("gone.txt")).unwrap();
+    wait_until(20, "the stat scan to see a created and a deleted file", || {
+        let i = indexed(&f);
+        i.contains(&"d7/sub/created.txt".to_string()) && !i.contains(&"gone.txt".to_string())
+    });
+    f.write("d3/later.txt", "later\n");
+    wait_until(20, "a second creation seen", || indexed(&f).contains(&"d3/later.txt".to_string()));
+    assert!(matches!(up.try_wait(), Ok(None)), "cairn up keeps serving");
+    let _ = up.kill();
+    let _ = up.wait();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+    let all = format!("{said}{rest}");
+    assert_eq!(all.matches("file watcher unavailable").count(), 1, "said once: {all}");
+}

@@ -135,6 +135,10 @@ pub fn catch_up(project: &Project) -> Result<scan::Scanned> {
     project.refuse_lost_bin()?;
     project.state_dir(&agentfs)?;
     let mut stable = project.stable()?;
+    if stable.count()? == 0 {
+        // A project never indexed: it becomes one, as `init` makes it.
+        crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
+    }
     let done = scan::scan(project, &mut stable, scan::Depth::Pruned)?;
     if done.written > CHECKPOINT_AFTER {
         stable.checkpoint()?;

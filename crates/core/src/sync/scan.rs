@@ -239,54 +239,61 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
         if name == "." || name == ".." || paths::ALWAYS_SKIPPED.contains(&name) || name.ends_with(atomic::TEMP_SUFFIX) {
             continue;
         }
-        let rel = if job.dir.is_empty() { name.to_string() } else { format!("{}/{name}", job.dir) };
-        let Ok(st) = rfs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) else { continue };
-        let kind = match rfs::FileType::from_raw_mode(st.st_mode) {
-            rfs::FileType::Directory => Kind::Dir,
-            rfs::FileType::RegularFile => Kind::File,
-            rfs::FileType::Symlink => Kind::Symlink,
-            // FIFOs, sockets and devices are never indexed (nor opened).
-            _ => {
-                if let Some(p) = prev.remove(name) {
-                    delta.removals.push(p.path.clone());
-                }
-                continue;
-            }
-        };
-        if rules.is_ignored(&rel, kind == Kind::Dir) {
-            continue;
-        }
-        let before = prev.remove(name);
-        if kind == Kind::Dir {
-            delta.dirs += 1;
-            let was_dir = before.is_some_and(|p| p.kind == Kind::Dir);
-            if before.is_some() && !was_dir {
-                delta.removals.push(rel.clone());
-            }
-            if job.full || !was_dir {
-                delta.descend.push(Job { dir: rel, full: true });
-            }
-            continue;
-        }
-        let Some(e) = entry_at(root, &dfd, rel, kind, &st, before)? else {
-            if let Some(p) = before {
-                delta.removals.push(p.path.clone());
-            }
-            continue;
-        };
-        delta.files += 1;
-        if e.kind == Kind::File && before.and_then(|p| p.hash) != e.hash {
-            delta.hashed += 1;
-        }
-        if before != Some(&e) {
-            if before.is_some_and(|p| p.kind == Kind::Dir) {
-                delta.removals.push(e.path.clone());
-            }
-            delta.upserts.push(e);
-        }
+        compare_child(root, rules, job, &dfd, name, &mut prev, &mut delta)?;
     }
     delta.removals.extend(prev.into_values().map(|e| e.path.clone()));
     Ok(delta)
+}
+
+/// Compares child `name` of the directory read by `job` (open as `dfd`) with its indexed
+/// entry (taken out of `prev`), adding what changed to `delta`.
+fn compare_child(root: &Path, rules: &mut IgnoreRules, job: &Job, dfd: &OwnedFd, name: &str, prev: &mut HashMap<&str, &Entry>, delta: &mut Delta) -> Result<()> {
+    let rel = if job.dir.is_empty() { name.to_string() } else { format!("{}/{name}", job.dir) };
+    let Ok(st) = rfs::statat(dfd, name, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(()) };
+    let kind = match rfs::FileType::from_raw_mode(st.st_mode) {
+        rfs::FileType::Directory => Kind::Dir,
+        rfs::FileType::RegularFile => Kind::File,
+        rfs::FileType::Symlink => Kind::Symlink,
+        // FIFOs, sockets and devices are never indexed (nor opened).
+        _ => {
+            if let Some(p) = prev.remove(name) {
+                delta.removals.push(p.path.clone());
+            }
+            return Ok(());
+        }
+    };
+    if rules.is_ignored(&rel, kind == Kind::Dir) {
+        return Ok(());
+    }
+    let before = prev.remove(name);
+    if kind == Kind::Dir {
+        delta.dirs += 1;
+        let was_dir = before.is_some_and(|p| p.kind == Kind::Dir);
+        if before.is_some() && !was_dir {
+            delta.removals.push(rel.clone());
+        }
+        if job.full || !was_dir {
+            delta.descend.push(Job { dir: rel, full: true });
+        }
+        return Ok(());
+    }
+    let Some(e) = entry_at(root, dfd, rel, kind, &st, before)? else {
+        if let Some(p) = before {
+            delta.removals.push(p.path.clone());
+        }
+        return Ok(());
+    };
+    delta.files += 1;
+    if e.kind == Kind::File && before.and_then(|p| p.hash) != e.hash {
+        delta.hashed += 1;
+    }
+    if before != Some(&e) {
+        if before.is_some_and(|p| p.kind == Kind::Dir) {
+            delta.removals.push(e.path.clone());
+        }
+        delta.upserts.push(e);
+    }
+    Ok(())
 }
 
 fn stat_mtime(st: &rfs::Stat) -> i64 {
