@@ -70,8 +70,9 @@ pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRe
 /// The child comes from `pool` (started by the caller early, so that its zygote builds the
 /// interpreter while the caller re-indexes), else it is started cold.
 pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, pool: Option<&Pool>) -> Result<AgentRecord> {
-    // `cairn run` runs now: never held, whatever auto_spawn says.
-    let rec = queue_held(project, reference, provider, Priority::Normal, None, false)?;
+    // `cairn run` runs now, whatever auto_spawn says: queued held, so that no other worker
+    // (a `cairn up` beside) claims it first and leaves this process waiting; claimed by id.
+    let rec = queue_held(project, reference, provider, Priority::Normal, None, true)?;
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     loop {
         recover(project)?;

@@ -49,7 +49,11 @@ impl Bin {
         let now = crate::time::now_ms();
         let due = "(not_before_ms IS NULL OR not_before_ms <= ?2)";
         let next: Option<String> = match only {
-            Some(id) => tx.query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND {due} AND id = ?3"), params![State::Queued.as_str(), now, id], |r| r.get(0)).optional()?,
+            // One agent by id: held ones too (`cairn run` holds its own, so that no other
+            // worker takes it from under it).
+            Some(id) => tx
+                .query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND ({due} OR not_before_ms = ?4) AND id = ?3"), params![State::Queued.as_str(), now, id, HELD], |r| r.get(0))
+                .optional()?,
             None => tx
                 .query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND {due} ORDER BY priority DESC, seq ASC LIMIT 1"), params![State::Queued.as_str(), now], |r| r.get(0))
                 .optional()?,
