@@ -124,3 +124,56 @@ fn the_disk_cap_removes_decided_agents_oldest_first_and_cairn_up_collects_by_its
     assert!(ids[..3].iter().all(|id| !p.archived_overlay_path(id).exists()), "their overlays gone");
     assert!(p.archived_overlay_path(&ids[3]).exists() || p.overlay_path(&ids[3]).exists(), "the newest decided one kept");
 }
+
+/// Within `[gc]`'s limits, collection never takes what undo needs: accepted agents younger
+/// than `max_age_hours`, and the `keep_latest` newest whatever their age, can be undone after
+/// `cairn gc` and after `cairn up`'s own collection, including one whose accept overwrote a
+/// user's edit (its old content lives in the journal, not the overlay). Their undos restore
+/// the tree exactly.
+#[test]
+fn gc_never_removes_what_undo_needs_within_its_limits() {
+    let f = Fixture::with_files(&[("a.txt", "a0\n"), ("b.txt", "b0\n"), ("c.txt", "c0\n"), ("d.txt", "d0\n")]);
+    // Young enough (an hour) for three of them; keep_latest keeps the newest whatever the age.
+    f.home_config("[gc]\nmax_age_hours = 1\nkeep_latest = 1\nmax_total_size_mb = 1000\nauto_interval_minutes = 1\n");
+    let p = f.project();
+    let mut accepted = Vec::new();
+    for name in ["a", "b", "c"] {
+        let s = f.run_ok(&format!("write_file('{name}.txt', '{name}1\\n' * 3000)"));
+        accepted.push(s.id.clone());
+    }
+    // The user edits d.txt after the agent read it: the forced accept journals the user's text.
+    let s = f.run_ok("read_file('d.txt')\nwrite_file('d.txt', 'agent\\n')");
+    f.write("d.txt", "the user's edit\n");
+    f.cairn(&["accept", &accepted[0]]).ok();
+    f.cairn(&["accept", &accepted[1]]).ok();
+    f.cairn(&["accept", &accepted[2]]).ok();
+    f.cairn(&["accept", "--force", &s.id]).ok();
+    accepted.push(s.id);
+    // Rejected ones beside them are what GC may take (past keep_latest, but young: kept too).
+    let rejected = f.run_ok("write_file('e.txt', 'x')");
+    f.cairn(&["reject", &rejected.id]).ok();
+
+    let r = f.cairn(&["gc"]).ok();
+    assert!(r.stdout.contains("removed 0 agents"), "nothing within the limits is removed: {}", r.stdout);
+    // The rejected one, made two hours old, is past the limits: `cairn up`'s own collection
+    // takes it (which shows that it ran) and nothing else.
+    let db = rusqlite::Connection::open(f.root.join(".agentfs/bin.db")).unwrap();
+    db.execute("UPDATE agents SET state_changed_ms = state_changed_ms - 7200000 WHERE id = ?1", [&rejected.id]).unwrap();
+    drop(db);
+    {
+        let _up = Up::start(&f);
+        wait_until(60, "cairn up's collection of the old rejected agent", || p.bin().unwrap().list(true).unwrap().iter().all(|r| r.id != rejected.id));
+    }
+    let listed: Vec<String> = p.bin().unwrap().list(true).unwrap().into_iter().map(|r| r.id).collect();
+    for id in &accepted {
+        assert!(listed.contains(id), "{id} kept: {listed:?}");
+    }
+    // Undo newest first: each restores what was there before its accept.
+    for id in accepted.iter().rev() {
+        f.cairn(&["undo", id]).ok();
+    }
+    assert_eq!(std::fs::read_to_string(f.root.join("d.txt")).unwrap(), "the user's edit\n", "the journaled user edit is back");
+    for (name, want) in [("a", "a0\n"), ("b", "b0\n"), ("c", "c0\n")] {
+        assert_eq!(std::fs::read_to_string(f.root.join(format!("{name}.txt"))).unwrap(), want);
+    }
+}
