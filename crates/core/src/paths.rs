@@ -188,6 +188,14 @@ impl IgnoreRules {
         false
     }
 
+    /// Does any `.gitignore` apply to the children of `dir` (its own or an ancestor's)? When
+    /// none does, only [`ALWAYS_SKIPPED`] names are left out there: a scan asks once per
+    /// directory instead of once per file.
+    pub fn any_in(&mut self, dir: &str) -> bool {
+        let dirs: Vec<String> = std::iter::once("").chain(ancestors(dir)).chain((!dir.is_empty()).then_some(dir)).map(str::to_string).collect();
+        dirs.iter().any(|d| self.matcher(d).is_some())
+    }
+
     fn matcher(&mut self, dir: &str) -> Option<&Gitignore> {
         if !self.cache.contains_key(dir) {
             let dir_path = if dir.is_empty() { self.root.clone() } else { self.root.join(dir) };

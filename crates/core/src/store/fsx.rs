@@ -227,6 +227,12 @@ pub fn hash(root: &Path, rel: &str) -> Result<Option<(crate::store::Hash, u64)>>
 /// [`hash`] through `dir`, the open directory of `rel` when the caller has it (a scan of
 /// that directory): one open per file instead of a walk from the root.
 pub fn hash_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(crate::store::Hash, u64)>> {
+    Ok(hash_stat_in(root, rel, dir)?.map(|(hash, n, _)| (hash, n)))
+}
+
+/// [`hash_in`], with the file's status as opened (a scan meeting a new file needs no stat
+/// of its own).
+pub fn hash_stat_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(crate::store::Hash, u64, rfs::Stat)>> {
     let Some((mut file, st)) = open_regular_in(root, rel, dir)? else { return Ok(None) };
     let size = st.st_size as u64;
     // One buffer per thread: a million small files would otherwise zero 64 KiB each.
@@ -253,7 +259,7 @@ pub fn hash_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(
                 Err(e) => return Err(Error::io(root.join(rel), e)),
             }
         }
-        Ok(Some((*hasher.finalize().as_bytes(), total)))
+        Ok(Some((*hasher.finalize().as_bytes(), total, st)))
     })
 }
 

@@ -230,6 +230,7 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
     }
     let mut prev: HashMap<&str, &Entry> = prev.iter().map(|e| (e.path.rsplit('/').next().unwrap_or(&e.path), e)).collect();
     let mut dir = rfs::Dir::read_from(&dfd).map_err(io)?;
+    let ignoring = rules.any_in(&job.dir);
     while let Some(child) = dir.read() {
         let child = child.map_err(io)?;
         let Ok(name) = child.file_name().to_str() else {
@@ -239,7 +240,8 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
         if name == "." || name == ".." || paths::ALWAYS_SKIPPED.contains(&name) || name.ends_with(atomic::TEMP_SUFFIX) {
             continue;
         }
-        compare_child(root, rules, job, &dfd, name, &mut prev, &mut delta)?;
+        let fresh_file = child.file_type() == rfs::FileType::RegularFile && !prev.contains_key(name);
+        compare_child(root, rules, ignoring, job, &dfd, name, fresh_file, &mut prev, &mut delta)?;
     }
     delta.removals.extend(prev.into_values().map(|e| e.path.clone()));
     Ok(delta)
@@ -247,8 +249,23 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
 
 /// Compares child `name` of the directory read by `job` (open as `dfd`) with its indexed
 /// entry (taken out of `prev`), adding what changed to `delta`.
-fn compare_child(root: &Path, rules: &mut IgnoreRules, job: &Job, dfd: &OwnedFd, name: &str, prev: &mut HashMap<&str, &Entry>, delta: &mut Delta) -> Result<()> {
+/// `fresh_file`: the directory says a regular file the index does not have: it is opened and
+/// hashed at once (its status from the open), without a stat of its own.
+#[allow(clippy::too_many_arguments)]
+fn compare_child(root: &Path, rules: &mut IgnoreRules, ignoring: bool, job: &Job, dfd: &OwnedFd, name: &str, fresh_file: bool, prev: &mut HashMap<&str, &Entry>, delta: &mut Delta) -> Result<()> {
     let rel = if job.dir.is_empty() { name.to_string() } else { format!("{}/{name}", job.dir) };
+    if fresh_file && !(ignoring && rules.is_ignored(&rel, false)) {
+        match hashed_entry(root, dfd, rel.clone())? {
+            Some(e) => {
+                delta.files += 1;
+                delta.hashed += 1;
+                delta.upserts.push(e);
+                return Ok(());
+            }
+            // Not a regular file after all (replaced meanwhile): the general path below.
+            None => {}
+        }
+    }
     let Ok(st) = rfs::statat(dfd, name, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(()) };
     let kind = match rfs::FileType::from_raw_mode(st.st_mode) {
         rfs::FileType::Directory => Kind::Dir,
@@ -262,7 +279,7 @@ fn compare_child(root: &Path, rules: &mut IgnoreRules, job: &Job, dfd: &OwnedFd,
             return Ok(());
         }
     };
-    if rules.is_ignored(&rel, kind == Kind::Dir) {
+    if ignoring && rules.is_ignored(&rel, kind == Kind::Dir) {
         return Ok(());
     }
     let before = prev.remove(name);
@@ -294,6 +311,17 @@ fn compare_child(root: &Path, rules: &mut IgnoreRules, job: &Job, dfd: &OwnedFd,
         delta.upserts.push(e);
     }
     Ok(())
+}
+
+/// A new regular file's entry from one open: its hash and its status as opened. `None`
+/// when it is not (or no longer) a readable regular file.
+fn hashed_entry(root: &Path, dfd: &OwnedFd, rel: String) -> Result<Option<Entry>> {
+    match fsx::hash_stat_in(root, &rel, Some(dfd)) {
+        Ok(Some((hash, size, st))) => Ok(Some(Entry { path: rel, kind: Kind::File, mode: st.st_mode & 0o7777, size, mtime_ns: stat_mtime(&st), hash: Some(hash) })),
+        Ok(None) => Ok(None),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::PermissionDenied => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn stat_mtime(st: &rfs::Stat) -> i64 {
