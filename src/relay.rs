@@ -22,6 +22,46 @@ struct Asked {
     action: String,
     #[serde(default)]
     reason: Option<String>,
+    /// A hunk command's file (its path in the view: the project's own) and line (1-based, in
+    /// the agent's version the preview shows).
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    line: Option<usize>,
+}
+
+/// The hunk of agent `id` at `file:line` of its version, as a hunk command and the words the
+/// confirmation shows. `None` (said in the log) when the line is in no hunk.
+fn hunk_command(project: &Project, id: &str, asked: &Asked) -> Option<(Command, String)> {
+    let (file, line) = (asked.file.as_deref()?, asked.line?);
+    let rel = std::path::Path::new(file).strip_prefix(&project.root).ok()?.to_str()?;
+    let rel = cairn_core::paths::normalize(rel, &project.root).ok()?;
+    let files = cairn_core::review::file_hunks(project, id).ok()?;
+    let fh = files.into_iter().find(|f| f.path == rel)?;
+    let hunk = hunk_at_new_line(&fh.hunks, line)?.clone();
+    let shown: String = cairn_core::display::escape(&rel).chars().take(40).collect();
+    let what = format!("{} the hunk at {shown}:{line} of", asked.action.trim_end_matches("_hunk"));
+    let cmd = match asked.action.as_str() {
+        "accept_hunk" => Command::AcceptHunk { id: id.to_string(), path: rel, hunk, force: false },
+        _ => Command::RejectHunk { id: id.to_string(), path: rel, hunk, reason: asked.reason.clone().map(|r| r.chars().take(2000).collect()) },
+    };
+    Some((cmd, what))
+}
+
+/// The hunk whose new lines hold `line` (1-based, the agent's version); a hunk that only
+/// removes lines sits at the line after them.
+fn hunk_at_new_line(hunks: &[cairn_core::review::Hunk], line: usize) -> Option<&cairn_core::review::Hunk> {
+    let at = line.saturating_sub(1) as isize;
+    let mut shift: isize = 0;
+    for h in hunks {
+        let start = h.old_start as isize + shift;
+        let end = start + h.added.len().max(1) as isize;
+        if at >= start && at < end {
+            return Some(h);
+        }
+        shift += h.added.len() as isize - h.removed.len() as isize;
+    }
+    None
 }
 
 fn tmux(args: &[&str]) -> Option<String> {
@@ -47,9 +87,16 @@ pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Co
     let asked = console.take_requests();
     let Some(first) = asked.first() else { return };
     let Ok(asked) = serde_json::from_str::<Asked>(first) else { return };
-    let cmd = match asked.action.as_str() {
-        "accept" => Command::Accept { id: id.to_string(), force: false },
-        "reject" => Command::Reject { id: id.to_string(), reason: asked.reason.map(|r| r.chars().take(2000).collect()) },
+    let (cmd, what) = match asked.action.as_str() {
+        "accept" => (Command::Accept { id: id.to_string(), force: false }, "accept".to_string()),
+        "reject" => (Command::Reject { id: id.to_string(), reason: asked.reason.clone().map(|r| r.chars().take(2000).collect()) }, "reject".to_string()),
+        "accept_hunk" | "reject_hunk" => match hunk_command(project, id, &asked) {
+            Some(found) => found,
+            None => {
+                tracing::warn!(agent = id, "preview asked to {}: no hunk of the proposal at that line", asked.action);
+                return;
+            }
+        },
         _ => return,
     };
     let pane = std::env::var("TMUX_PANE").unwrap_or_default();
@@ -60,7 +107,8 @@ pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Co
     }
     let code = code();
     let _ = tmux(&["set-option", "-p", "-t", &pane, "@cairn-answer", ""]);
-    let prompt = format!("cairn: {} agent {id}'s proposal (asked in its preview)? type {code} and Enter: ", asked.action);
+    // Short enough for an 80-column client: tmux cuts a longer prompt.
+    let prompt = format!("cairn preview: {what} {id}? type {code} and Enter: ");
     let answer = format!("set-option -p -t {pane} @cairn-answer '%%'");
     // Blocks until the user answers or dismisses it.
     let _ = tmux(&["command-prompt", "-t", &client, "-p", &prompt, &answer]);
@@ -70,7 +118,7 @@ pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Co
         format!("cairn: {} of {id} not confirmed", asked.action)
     } else {
         match command::execute(project, cmd) {
-            Ok(_) => format!("cairn: {}ed {id}", asked.action.trim_end_matches('e')),
+            Ok(_) => format!("cairn: {what} {id}: done"),
             Err(e) => format!("cairn: {} of {id} failed: {e}", asked.action),
         }
     };

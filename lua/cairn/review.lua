@@ -93,6 +93,14 @@ end
 --- Acts on the hunk under the cursor (on its lines or its ghost lines); elsewhere it says so.
 local function hunk_action(method, on_done, force, reason)
   local buf = vim.api.nvim_get_current_buf()
+  if vim.env.CAIRN_PREVIEW and vim.env.CAIRN_PREVIEW ~= '' then
+    -- The preview shows the agent's version: the hunk is found outside from file and line.
+    local a = { file = vim.api.nvim_buf_get_name(buf), line = vim.api.nvim_win_get_cursor(0)[1], reason = reason }
+    rpc.call(method, a, function(r)
+      if on_done then on_done(r) end
+    end)
+    return
+  end
   local found = ghost.hunk_at_cursor(buf)
   if not found or not ghost.payload then
     notify.warn('the cursor is not on a cairn hunk (:CairnNextHunk / :CairnPrevHunk move to one)')
@@ -113,7 +121,7 @@ end
 
 --- A hunk that conflicts with what landed opens the three-way view (`!` lands it anyway).
 function M.accept_hunk(on_done, force)
-  local found = ghost.hunk_at_cursor(vim.api.nvim_get_current_buf())
+  local found = not (vim.env.CAIRN_PREVIEW and vim.env.CAIRN_PREVIEW ~= '') and ghost.hunk_at_cursor(vim.api.nvim_get_current_buf())
   if found and found.conflict and not force then
     M.resolve(on_done)
     return

@@ -149,16 +149,19 @@ end
 ---@param method string
 ---@param args table?
 ---@param cb fun(result: any, err: table?)
---- Inside a preview (`cairn preview`: a confined view, no host, no socket): :CairnAccept and
---- :CairnReject are asked of the `cairn` outside with an OSC sequence on the terminal; it
---- acts on the previewed agent only once you confirm in tmux. Nothing else is available.
+--- Inside a preview (`cairn preview`: a confined view, no host, no socket): :CairnAccept,
+--- :CairnReject and the hunk commands (the hunk at the cursor's file and line) are asked of
+--- the `cairn` outside with an OSC sequence on the terminal; it acts on the previewed agent
+--- only once you confirm in tmux. Nothing else is available.
+local relayed = { accept = true, reject = true, accept_hunk = true, reject_hunk = true }
 local function in_preview(method, args, cb)
-  if method == 'accept' or method == 'reject' then
-    local ask = vim.json.encode({ action = method, reason = (args or {}).reason })
+  if relayed[method] then
+    args = args or {}
+    local ask = vim.json.encode({ action = method, reason = args.reason, file = args.file, line = args.line })
     vim.api.nvim_chan_send(2, '\027]5379;' .. ask .. '\007')
-    notify.notify('cairn: ' .. method .. ' asked of the preview\'s cairn: confirm in tmux')
+    notify.notify('cairn: ' .. method:gsub('_', ' ') .. ' asked of the preview\'s cairn: confirm in tmux')
   else
-    cb(nil, { code = 'preview', message = 'inside a preview only :CairnAccept and :CairnReject are relayed (confirmed in tmux)' })
+    cb(nil, { code = 'preview', message = 'inside a preview only :CairnAccept, :CairnReject and the hunk commands are relayed (confirmed in tmux)' })
   end
 end
 

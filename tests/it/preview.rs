@@ -232,3 +232,35 @@ fn an_accept_asked_in_the_preview_acts_only_once_the_user_types_the_code_in_tmux
     keys(&t, &["exit", "Enter"]);
     t.wait_for("PREVIEW-EXIT=0");
 }
+
+/// A hunk command typed in the preview (`:CairnAcceptHunk` sends the file and the line of the
+/// agent's version under the cursor) lands that hunk only, once confirmed; a line in no hunk
+/// asks nothing.
+#[test]
+fn a_hunk_accept_asked_in_the_preview_lands_the_hunk_at_that_line_once_confirmed() {
+    let mut old = String::new();
+    for i in 1..=30 {
+        old.push_str(&format!("line {i}\n"));
+    }
+    let f = Fixture::with_files(&[("a.txt", &old)]);
+    let new = old.replace("line 3\n", "agent three\n").replace("line 25\n", "agent twenty-five\n");
+    let s = f.run_ok(&format!("write_file('a.txt', {new:?})"));
+    let t = Tmux::new();
+    open(&f, &t, "SHELL=/bin/sh", &format!("{} --shell", s.id));
+    let mut client = Client::attach(&f, &t);
+    keys(&t, &["echo READY-$((2+3))", "Enter"]);
+    t.wait_for("READY-5");
+    let file = f.root.join("a.txt");
+    let ask = |line: usize| format!(r#"printf '\033]5379;{{"action":"accept_hunk","file":"{}","line":{line}}}\007'"#, file.display());
+    // Line 10 is in no hunk: no prompt; then line 25's hunk, confirmed.
+    keys(&t, &[&ask(10), "Enter"]);
+    keys(&t, &[&ask(25), "Enter"]);
+    let code = client.code(0);
+    assert!(client.drawn().contains("accept the hunk at a.txt:25"), "the prompt names the hunk: {}", client.drawn());
+    client.type_keys(&format!("{code}\r"));
+    let want = old.replace("line 25\n", "agent twenty-five\n");
+    wait_until(30, "the hunk landed", || f.read_str("a.txt").as_deref() == Some(want.as_str()));
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing", "the rest of the proposal stays in review");
+    keys(&t, &["exit", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+}
