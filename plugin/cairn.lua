@@ -19,7 +19,20 @@ cmd('CairnAccept', function(o) cairn().accept(o.args) end, { nargs = '?', comple
 cmd('CairnReject', function(o) cairn().reject(o.args) end, { nargs = '*', complete = ids, desc = 'Reject an agent: [id] [reason for the agent]' })
 cmd('CairnRevise', function(o) cairn().revise(o.args) end, { nargs = '?', complete = ids, desc = 'Send your reasons, notes and hunk decisions to the agent: its next revision' })
 cmd('CairnComment', function(o) cairn().comment(o.line1, o.line2, o.args) end, { nargs = '+', range = true, desc = 'Note on these lines for the agent (sent by :CairnRevise)' })
-cmd('CairnPreview', function(o) cairn().preview(o.args, nil, { amend = o.bang }) end, { nargs = '?', bang = true, complete = ids, desc = "Open the agent's version in a confined view (! = what you write joins the proposal)" })
+cmd('CairnPreview', function(o)
+  -- `[id] [port ...]`: numbers are ports of the view forwarded to the host's loopback.
+  local id, ports = nil, nil
+  for _, a in ipairs(o.fargs) do
+    local n = tonumber(a)
+    if n and n >= 1 and n <= 65535 and n == math.floor(n) then
+      ports = ports or {}
+      table.insert(ports, n)
+    elseif not id then
+      id = a
+    end
+  end
+  cairn().preview(id, nil, { amend = o.bang, ports = ports })
+end, { nargs = '*', bang = true, complete = ids, desc = "Open the agent's version in a confined view: [id] [port ...] (! = what you write joins the proposal)" })
 cmd('CairnListTasks', function() cairn().list() end, { desc = 'List agents and select one' })
 cmd('CairnSelect', function(o) cairn().select(o.args) end, { nargs = 1, complete = ids, desc = 'Show this agent as ghost text' })
 cmd('CairnStatus', function(o) cairn().status(o.args) end, { nargs = '?', complete = ids, desc = 'Show an agent' })
