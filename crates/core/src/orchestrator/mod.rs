@@ -31,15 +31,15 @@ pub fn queue(project: &Project, reference: &str, provider: Option<Provider>, pri
 /// a crash) returns the agent it queued the first time.
 /// With `[orchestrator] auto_spawn = false` the agent is held until [`start`].
 pub fn queue_once(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>) -> Result<AgentRecord> {
-    queue_held(project, reference, provider, priority, key, !project.config.orchestrator.auto_spawn)
+    queue_at(project, reference, provider, priority, key, (!project.config.orchestrator.auto_spawn).then_some(crate::store::bin::HELD))
 }
 
-fn queue_held(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>, held: bool) -> Result<AgentRecord> {
+fn queue_at(project: &Project, reference: &str, provider: Option<Provider>, priority: Priority, key: Option<&str>, not_before: Option<i64>) -> Result<AgentRecord> {
     if reference.trim().is_empty() {
         return Err(Error::Usage("the task reference is empty".into()));
     }
     let provider = provider.unwrap_or_else(|| providers::default_for(project, reference));
-    project.bin()?.insert(reference, provider, priority, key, held)
+    project.bin()?.insert(reference, provider, priority, key, not_before)
 }
 
 /// `cairn start [id]`: lets held agents (queued with `auto_spawn = false`) start; all of them
@@ -64,15 +64,20 @@ pub fn run_next(project: &Project, pool: Option<&Pool>) -> Result<Option<AgentRe
     }
 }
 
+/// How long an agent `cairn run` queued is its own to claim.
+const RESERVED_MS: i64 = 3000;
+
 /// Queues `reference` and runs it now in this process, waiting for a free slot if the
 /// concurrency limit is reached, and for its turn again when it goes back to the queue (a
 /// rate-limited LLM). Returns the final record (reviewing or errored).
 /// The child comes from `pool` (started by the caller early, so that its zygote builds the
 /// interpreter while the caller re-indexes), else it is started cold.
 pub fn run_now(project: &Project, reference: &str, provider: Option<Provider>, pool: Option<&Pool>) -> Result<AgentRecord> {
-    // `cairn run` runs now, whatever auto_spawn says: queued held, so that no other worker
-    // (a `cairn up` beside) claims it first and leaves this process waiting; claimed by id.
-    let rec = queue_held(project, reference, provider, Priority::Normal, None, true)?;
+    // `cairn run` runs now, whatever auto_spawn says: reserved for a moment, so that no other
+    // worker (a `cairn up` beside) claims it first and leaves this process waiting; claimed
+    // by id. Killed before its claim, it is anyone's once the moment is over.
+    let reserved = crate::time::now_ms() + RESERVED_MS;
+    let rec = queue_at(project, reference, provider, Priority::Normal, None, Some(reserved))?;
     let poll = Duration::from_millis(project.config.orchestrator.poll_interval_ms);
     loop {
         recover(project)?;

@@ -22,7 +22,7 @@ pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
 pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow, STALLED_AFTER_MS};
 mod workers;
-use workers::HELD;
+pub use workers::HELD;
 
 use super::Hash;
 use crate::error::{Error, Result};
@@ -207,9 +207,10 @@ impl Bin {
     /// Inserts a new queued agent with a fresh short id.
     /// With `key` (an idempotency key, such as a signal file's identity), a second insert with
     /// the same key returns the first agent instead of queueing another.
-    /// `held`: not claimed before [`Bin::release`] (`auto_spawn = false`), in the same
-    /// transaction, so no worker takes it first.
-    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority, key: Option<&str>, held: bool) -> Result<AgentRecord> {
+    /// `not_before`: not claimed before then (in the same transaction, so no worker takes it
+    /// first): [`HELD`] until [`Bin::release`] (`auto_spawn = false`), or a moment reserved
+    /// for the process that queues it to claim it by id (`cairn run`).
+    pub fn insert(&mut self, task: &str, provider: Provider, priority: Priority, key: Option<&str>, not_before: Option<i64>) -> Result<AgentRecord> {
         let now = crate::time::now_ms();
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if let Some(k) = key {
@@ -227,8 +228,8 @@ impl Bin {
             "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?6, ?2, ?3, ?4, ?5, ?5)",
             params![id, task, provider.as_str(), priority as i64, now, State::Queued.as_str()],
         )?;
-        if held {
-            tx.execute("UPDATE agents SET not_before_ms = ?2 WHERE id = ?1", params![id, HELD])?;
+        if let Some(at) = not_before {
+            tx.execute("UPDATE agents SET not_before_ms = ?2 WHERE id = ?1", params![id, at])?;
         }
         insert_event(&tx, &id, State::Queued, &EventKind::StateChanged { message: task.to_string() })?;
         if let Some(k) = key {

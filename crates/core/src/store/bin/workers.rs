@@ -49,17 +49,23 @@ impl Bin {
         let now = crate::time::now_ms();
         let due = "(not_before_ms IS NULL OR not_before_ms <= ?2)";
         let next: Option<String> = match only {
-            // One agent by id: held ones too (`cairn run` holds its own, so that no other
-            // worker takes it from under it).
+            // One agent by id: before its time too, when that time is a reservation (`cairn
+            // run` reserves its own for a moment, so that no other worker takes it from under
+            // it), never when it is a hold or a rate limit's back-off.
             Some(id) => tx
-                .query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND ({due} OR not_before_ms = ?4) AND id = ?3"), params![State::Queued.as_str(), now, id, HELD], |r| r.get(0))
+                .query_row(
+                    &format!("SELECT id FROM agents WHERE state = ?1 AND ({due} OR (not_before_ms <> ?4 AND rate_limits = 0)) AND id = ?3"),
+                    params![State::Queued.as_str(), now, id, HELD],
+                    |r| r.get(0),
+                )
                 .optional()?,
             None => tx
                 .query_row(&format!("SELECT id FROM agents WHERE state = ?1 AND {due} ORDER BY priority DESC, seq ASC LIMIT 1"), params![State::Queued.as_str(), now], |r| r.get(0))
                 .optional()?,
         };
         let Some(id) = next else { return Ok(None) };
-        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
+        // Claimed: a reservation is spent (re-queued after a crash, it is due at once).
+        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3, not_before_ms = NULL WHERE id = ?1", params![id, worker.pid, worker.start])?;
         apply_transition(&tx, &id, State::Generating, &TransitionExtra::default())?;
         tx.commit()?;
         Ok(Some(self.get(&id)?))
@@ -153,7 +159,8 @@ impl Bin {
         if rec.state == State::Reviewing {
             apply_transition(&tx, id, State::Executing, &TransitionExtra { message: Some("wrap resumed"), ..Default::default() })?;
         }
-        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3 WHERE id = ?1", params![id, worker.pid, worker.start])?;
+        // Claimed: a reservation is spent (re-queued after a crash, it is due at once).
+        tx.execute("UPDATE agents SET worker_pid = ?2, worker_start = ?3, not_before_ms = NULL WHERE id = ?1", params![id, worker.pid, worker.start])?;
         tx.commit()?;
         Ok(())
     }
