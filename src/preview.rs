@@ -117,7 +117,8 @@ fn here(project: &Project, id: &str, a: &Args) -> Result<i32> {
         streams: Some(Arc::new(streams)),
     };
     // `:CairnAccept` / `:CairnReject` typed in the preview, confirmed in tmux.
-    let closed = cairn_core::workspace::session(project, id, &session, &mut |console| crate::relay::handle(project, id, console))?;
+    let mut relay = crate::relay::Relay::default();
+    let closed = cairn_core::workspace::session(project, id, &session, &mut |console| relay.handle(project, id, console))?;
     let n = closed.written.len();
     let what = match (n, closed.amended) {
         (0, _) => "nothing written".to_string(),

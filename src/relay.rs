@@ -20,8 +20,6 @@ use std::process::Command as Proc;
 #[derive(serde::Deserialize)]
 struct Asked {
     action: String,
-    #[serde(default)]
-    reason: Option<String>,
     /// A hunk command's file (its path in the view: the project's own) and line (1-based, in
     /// the agent's version the preview shows).
     #[serde(default)]
@@ -43,7 +41,7 @@ fn hunk_command(project: &Project, id: &str, asked: &Asked) -> Option<(Command, 
     let what = format!("{} the hunk at {shown}:{line} of", asked.action.trim_end_matches("_hunk"));
     let cmd = match asked.action.as_str() {
         "accept_hunk" => Command::AcceptHunk { id: id.to_string(), path: rel, hunk, force: false },
-        _ => Command::RejectHunk { id: id.to_string(), path: rel, hunk, reason: asked.reason.clone().map(|r| r.chars().take(2000).collect()) },
+        _ => Command::RejectHunk { id: id.to_string(), path: rel, hunk, reason: None },
     };
     Some((cmd, what))
 }
@@ -82,28 +80,59 @@ fn code() -> String {
         .collect()
 }
 
-/// Takes what the preview asked since the last look and, confirmed, does it.
-pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Console) {
-    let asked = console.take_requests();
-    let Some(first) = asked.first() else { return };
-    let Ok(asked) = serde_json::from_str::<Asked>(first) else { return };
+/// Refusals (a prompt dismissed or answered wrong) after which a session asks no more.
+const MAX_REFUSALS: u32 = 3;
+/// After a refusal, requests are dropped this long (no prompt after prompt).
+const QUIET_AFTER_REFUSAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One preview session's relay: it remembers refusals, so that code in the view cannot keep
+/// the user's tmux client behind prompt after prompt.
+#[derive(Default)]
+pub struct Relay {
+    refusals: u32,
+    quiet_until: Option<std::time::Instant>,
+}
+
+impl Relay {
+    /// Takes what the preview asked since the last look and, confirmed, does it.
+    pub fn handle(&mut self, project: &Project, id: &str, console: &cairn_core::runbox::pty::Console) {
+        let asked = console.take_requests();
+        if asked.is_empty() || self.refusals >= MAX_REFUSALS || self.quiet_until.is_some_and(|t| std::time::Instant::now() < t) {
+            return;
+        }
+        if !ask(project, id, &asked[0]) {
+            self.refusals += 1;
+            self.quiet_until = Some(std::time::Instant::now() + QUIET_AFTER_REFUSAL);
+            if self.refusals == MAX_REFUSALS {
+                tracing::warn!(agent = id, "the preview's requests were refused {MAX_REFUSALS} times: it asks no more");
+            }
+        }
+    }
+}
+
+/// Asks the user to confirm one request, and does it if confirmed. False when the user did
+/// not confirm (dismissed, or another code typed).
+fn ask(project: &Project, id: &str, first: &str) -> bool {
+    let Ok(asked) = serde_json::from_str::<Asked>(first) else { return true };
     let (cmd, what) = match asked.action.as_str() {
         "accept" => (Command::Accept { id: id.to_string(), force: false }, "accept".to_string()),
-        "reject" => (Command::Reject { id: id.to_string(), reason: asked.reason.clone().map(|r| r.chars().take(2000).collect()) }, "reject".to_string()),
+        // No reason from the view: the prompt could not show it, and code in the view would
+        // choose what reaches the agent (`:CairnComment` in your own Neovim says why).
+        "reject" => (Command::Reject { id: id.to_string(), reason: None }, "reject".to_string()),
         "accept_hunk" | "reject_hunk" => match hunk_command(project, id, &asked) {
             Some(found) => found,
             None => {
                 tracing::warn!(agent = id, "preview asked to {}: no hunk of the proposal at that line", asked.action);
-                return;
+                return true;
             }
         },
-        _ => return,
+        _ => return true,
     };
     let pane = std::env::var("TMUX_PANE").unwrap_or_default();
     let client = if std::env::var_os("TMUX").is_some() && !pane.is_empty() { tmux(&["display-message", "-p", "-t", &pane, "#{client_name}"]).unwrap_or_default() } else { String::new() };
     if client.is_empty() {
         tracing::warn!(agent = id, "preview asked to {}: refused (no tmux client to confirm on)", asked.action);
-        return;
+        return false;
     }
     let code = code();
     let _ = tmux(&["set-option", "-p", "-t", &pane, "@cairn-answer", ""]);
@@ -114,7 +143,8 @@ pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Co
     let _ = tmux(&["command-prompt", "-t", &client, "-p", &prompt, &answer]);
     let typed = tmux(&["show-options", "-p", "-v", "-t", &pane, "@cairn-answer"]).unwrap_or_default();
     let _ = tmux(&["set-option", "-p", "-u", "-t", &pane, "@cairn-answer"]);
-    let message = if typed != code {
+    let confirmed = typed == code;
+    let message = if !confirmed {
         format!("cairn: {} of {id} not confirmed", asked.action)
     } else {
         match command::execute(project, cmd) {
@@ -124,4 +154,5 @@ pub fn handle(project: &Project, id: &str, console: &cairn_core::runbox::pty::Co
     };
     tracing::info!(agent = id, "{message}");
     let _ = tmux(&["display-message", "-c", &client, &message]);
+    confirmed
 }

@@ -223,8 +223,17 @@ fn an_accept_asked_in_the_preview_acts_only_once_the_user_types_the_code_in_tmux
     wait_until(30, "the refusal", || client.drawn().contains("not confirmed"));
     assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
     assert_eq!(f.read_str("a.txt").as_deref(), Some("one\n"));
-    // Confirmed with the prompt's code: the previewed agent is accepted.
-    keys(&t, &[ask, "Enter"]);
+    // After a refusal the relay stays quiet a while (no prompt after prompt): ask again
+    // until the second prompt shows, then confirm with its code.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while client.drawn().split("? type ").count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "no second prompt: {}", client.drawn());
+        keys(&t, &[ask, "Enter"]);
+        let asked = std::time::Instant::now();
+        while client.drawn().split("? type ").count() < 3 && asked.elapsed() < std::time::Duration::from_secs(3) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     let code = client.code(1);
     client.type_keys(&format!("{code}\r"));
     wait_until(30, "the accept", || f.status(&s.id).state.as_str() == "accepted");

@@ -166,16 +166,18 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
         Network::Forward { ports } => ports.clone(),
         _ => Vec::new(),
     };
-    let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = req.hide.iter().filter(|p| !p.starts_with(&req.home)).cloned().partition(|p| p.is_dir());
+    // Every hidden path, in the home too: covered after the read paths are mounted, so that
+    // an installation or a read path under the home never shows one.
+    let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = req.hide.iter().cloned().partition(|p| p.is_dir());
     let mut hidden_dirs = super::hidden_dirs(project);
     hidden_dirs.extend(dirs);
     let mut hidden_files: Vec<PathBuf> = super::HIDDEN_FILES.iter().map(PathBuf::from).collect();
     hidden_files.extend(files);
     // The command's own installation, and what the user listed.
-    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env);
+    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env, &req.home);
     // `sh -c 'claude --flag'` (how :CairnWrap starts a command line): the program the script
     // starts is readable too.
-    let script = script_program(&req.argv).map(|p| installation(&p, &req.env)).unwrap_or_default();
+    let script = script_program(&req.argv).map(|p| installation(&p, &req.env, &req.home)).unwrap_or_default();
     // Each path once: one listed in `[wrap] read_paths` may be the installation too.
     for p in script.into_iter().chain(req.read_paths.iter().cloned()) {
         if !read_paths.contains(&p) {
@@ -211,7 +213,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
 /// really lives, and, for a script, where its interpreter does (`#!/usr/bin/env node` →
 /// node's). Each is the installation's root: the directory above a `bin/`, or an npm
 /// package's directory; nothing under the system directories (already visible).
-fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
+fn installation(name: &str, env: &[(String, String)], home: &Path) -> Vec<PathBuf> {
     let path = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
     let lookup = |n: &str| -> Option<PathBuf> {
         if n.contains('/') {
@@ -224,7 +226,7 @@ fn installation(name: &str, env: &[(String, String)]) -> Vec<PathBuf> {
     while let Some(found) = todo.pop() {
         // The link itself may sit in another installation's `bin/` (npm's shims).
         for p in [Some(found.clone()), std::fs::canonicalize(&found).ok()].into_iter().flatten() {
-            if let Some(root) = install_root(&p) {
+            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, home)) {
                 // Never a system directory, nor what holds one (`/bin/sh`'s "installation" is `/`).
                 if !out.contains(&root) && !super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(&root)) {
                     out.push(root);
@@ -275,6 +277,18 @@ fn install_root(p: &Path) -> Option<PathBuf> {
     match dir.file_name() {
         Some(n) if n == "bin" => dir.parent().map(Path::to_path_buf),
         _ => Some(dir.to_path_buf()),
+    }
+}
+
+/// An installation root that would show the home, or a directory right under it that
+/// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), is
+/// narrowed to the program's own file.
+fn narrowed(root: PathBuf, program: &Path, home: &Path) -> PathBuf {
+    let broad = home.starts_with(&root) || root.parent() == Some(home);
+    if broad && home.as_os_str().len() > 1 {
+        program.to_path_buf()
+    } else {
+        root
     }
 }
 
