@@ -261,9 +261,18 @@ fn a_hunk_accept_asked_in_the_preview_lands_the_hunk_at_that_line_once_confirmed
     t.wait_for("READY-5");
     let file = f.root.join("a.txt");
     let ask = |line: usize| format!(r#"printf '\033]5379;{{"action":"accept_hunk","file":"{}","line":{line}}}\007'"#, file.display());
-    // Line 10 is in no hunk: no prompt; then line 25's hunk, confirmed.
+    // Line 10 is in no hunk: no prompt; then line 25's hunk (asked again until the relay's
+    // next look takes it: one question per look), confirmed.
     keys(&t, &[&ask(10), "Enter"]);
-    keys(&t, &[&ask(25), "Enter"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !client.drawn().contains("? type ") {
+        assert!(std::time::Instant::now() < deadline, "no prompt: {}", client.drawn());
+        keys(&t, &[&ask(25), "Enter"]);
+        let asked = std::time::Instant::now();
+        while !client.drawn().contains("? type ") && asked.elapsed() < std::time::Duration::from_secs(3) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     let code = client.code(0);
     assert!(client.drawn().contains("accept the hunk at a.txt:25"), "the prompt names the hunk: {}", client.drawn());
     client.type_keys(&format!("{code}\r"));
