@@ -186,6 +186,21 @@ impl Client {
     fn drawn(&self) -> String {
         String::from_utf8_lossy(&std::fs::read(&self.screen).unwrap_or_default()).into_owned()
     }
+    /// Asks (with `ask`) until the `n`th confirmation prompt is drawn: the relay takes one
+    /// question per look, and stays quiet a while after a refusal.
+    fn ask_until_prompt(&self, n: usize, ask: impl Fn()) {
+        let prompts = || self.drawn().split("? type ").count() - 1;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        while prompts() < n {
+            assert!(std::time::Instant::now() < deadline, "no prompt {n}: {}", self.drawn());
+            ask();
+            let asked = std::time::Instant::now();
+            while prompts() < n && asked.elapsed() < std::time::Duration::from_secs(3) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+    }
+
     /// The code of the `n`th confirmation prompt drawn.
     fn code(&self, n: usize) -> String {
         let mut code = String::new();
@@ -225,15 +240,7 @@ fn an_accept_asked_in_the_preview_acts_only_once_the_user_types_the_code_in_tmux
     assert_eq!(f.read_str("a.txt").as_deref(), Some("one\n"));
     // After a refusal the relay stays quiet a while (no prompt after prompt): ask again
     // until the second prompt shows, then confirm with its code.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while client.drawn().split("? type ").count() < 3 {
-        assert!(std::time::Instant::now() < deadline, "no second prompt: {}", client.drawn());
-        keys(&t, &[ask, "Enter"]);
-        let asked = std::time::Instant::now();
-        while client.drawn().split("? type ").count() < 3 && asked.elapsed() < std::time::Duration::from_secs(3) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
+    client.ask_until_prompt(2, || keys(&t, &[ask, "Enter"]));
     let code = client.code(1);
     client.type_keys(&format!("{code}\r"));
     wait_until(30, "the accept", || f.status(&s.id).state.as_str() == "accepted");
@@ -264,15 +271,7 @@ fn a_hunk_accept_asked_in_the_preview_lands_the_hunk_at_that_line_once_confirmed
     // Line 10 is in no hunk: no prompt; then line 25's hunk (asked again until the relay's
     // next look takes it: one question per look), confirmed.
     keys(&t, &[&ask(10), "Enter"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while !client.drawn().contains("? type ") {
-        assert!(std::time::Instant::now() < deadline, "no prompt: {}", client.drawn());
-        keys(&t, &[&ask(25), "Enter"]);
-        let asked = std::time::Instant::now();
-        while !client.drawn().contains("? type ") && asked.elapsed() < std::time::Duration::from_secs(3) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
+    client.ask_until_prompt(1, || keys(&t, &[&ask(25), "Enter"]));
     let code = client.code(0);
     assert!(client.drawn().contains("accept the hunk at a.txt:25"), "the prompt names the hunk: {}", client.drawn());
     client.type_keys(&format!("{code}\r"));

@@ -226,14 +226,7 @@ fn an_exhausted_inotify_limit_is_reported_and_the_stat_scan_takes_over() {
         .spawn()
         .unwrap();
     let mut stderr = std::io::BufReader::new(up.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("file watcher unavailable") {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        said.push_str(&line);
-    }
+    let said = said_until(&mut stderr, "file watcher unavailable");
     assert!(said.contains("inotify watch limit is exhausted") && said.contains("max_user_watches") && said.contains("stat scan"), "{said}");
     // The first write may still be caught by the start-up catch-up; the second can only be
     // found by the periodic stat scan.
@@ -278,14 +271,7 @@ fn a_watcher_out_of_inotify_watches_still_sees_a_created_and_a_deleted_file() {
         .spawn()
         .unwrap();
     let mut stderr = std::io::BufReader::new(up.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("file watcher unavailable") {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        said.push_str(&line);
-    }
+    let said = said_until(&mut stderr, "file watcher unavailable");
     assert!(said.contains("inotify watch limit is exhausted") && said.contains("sysctl fs.inotify.max_user_watches="), "{said}");
     // No watcher runs: whichever scan sees these (the start-up catch-up or a periodic one),
     // it is the stat scan; the third change comes after both.
@@ -304,4 +290,17 @@ fn a_watcher_out_of_inotify_watches_still_sees_a_created_and_a_deleted_file() {
     let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
     let all = format!("{said}{rest}");
     assert_eq!(all.matches("file watcher unavailable").count(), 1, "said once: {all}");
+}
+
+/// What a process said on `stderr` up to the first line holding `needle` (or its end).
+fn said_until(stderr: &mut impl std::io::BufRead, needle: &str) -> String {
+    let mut said = String::new();
+    while !said.contains(needle) {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    said
 }
