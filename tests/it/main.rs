@@ -32,6 +32,7 @@ mod mcp_wal;
 mod protected;
 mod preview;
 mod pyfiles;
+mod recursion;
 mod review;
 mod review_mcp;
 mod review_loop;

@@ -3,9 +3,12 @@
 //! every `async`/`await` keyword is removed from the token stream).
 //!
 //! The check works on the parsed AST and reports `line:col: message` diagnostics; [`calls`]
-//! judges the arguments of each call to an external.
+//! judges the arguments of each call to an external. Both refuse a source that nests deeper
+//! than CPython accepts before parsing it ([`depth`]), and parse on a thread of their own with
+//! room for the nesting they accept: a hostile script never overflows the caller's stack.
 
 mod calls;
+pub mod depth;
 
 use super::policy::{self, ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, SAFE_BUILTINS};
 use crate::externals;
@@ -45,6 +48,13 @@ pub const RESULT_NAME: &str = "__cairn_result__";
 /// after it) is removed, so externals are plain calls with or without `await`; a final
 /// expression statement becomes `__cairn_result__ = (...)`, the run's result. Lines are kept.
 pub fn transform(source: &str) -> Result<String, Diagnostic> {
+    depth::on_parse_stack(|| transform_parsed(source))
+}
+
+fn transform_parsed(source: &str) -> Result<String, Diagnostic> {
+    if let Some(d) = depth::diagnostic(source) {
+        return Err(d);
+    }
     let parsed = parser::parse_module(source).map_err(|e| syntax_error(source, &e))?;
     // (start, end, replacement); insertions sort before deletions at the same offset.
     let mut edits: Vec<(usize, usize, &str)> = Vec::new();
@@ -78,6 +88,13 @@ pub fn transform(source: &str) -> Result<String, Diagnostic> {
 /// The pre-flight check: syntax, imports, calls to unknown or forbidden functions, the
 /// arguments of calls to externals.
 pub fn check(source: &str) -> Vec<Diagnostic> {
+    depth::on_parse_stack(|| check_parsed(source))
+}
+
+fn check_parsed(source: &str) -> Vec<Diagnostic> {
+    if let Some(d) = depth::diagnostic(source) {
+        return vec![d];
+    }
     let parsed = match parser::parse_module(source) {
         Ok(p) => p,
         Err(e) => return vec![syntax_error(source, &e)],

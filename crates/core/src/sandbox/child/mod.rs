@@ -10,6 +10,7 @@ pub mod alloc;
 pub mod confine;
 mod modules;
 pub mod probe;
+mod stack;
 pub mod value;
 pub mod zygote;
 
@@ -32,9 +33,6 @@ static INPUTS: OnceLock<Map<String, Value>> = OnceLock::new();
 static PANICKED_AT: OnceLock<String> = OnceLock::new();
 /// The parent's side of the pipe (stdin of the child).
 static REPLIES: Mutex<Option<BufReader<std::io::Stdin>>> = Mutex::new(None);
-
-/// Stack of the interpreter thread: deep Python recursion needs room on the Rust stack.
-const INTERPRETER_STACK: usize = 256 * 1024 * 1024;
 
 fn send(msg: &ChildMsg) {
     let Ok(mut line) = serde_json::to_string(msg) else { std::process::exit(3) };
@@ -93,7 +91,7 @@ pub fn main(mode: Mode, guards: bool) -> i32 {
             let _ = PANICKED_AT.set(format!("{}:{}", l.file().rsplit("/src/").next().unwrap_or(l.file()), l.line()));
         }
     }));
-    let worker = std::thread::Builder::new().stack_size(INTERPRETER_STACK).spawn(move || {
+    let worker = std::thread::Builder::new().stack_size(stack::INTERPRETER_STACK).spawn(move || {
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| interpret(mode == Mode::Zygote, guards, applied))).unwrap_or_else(|payload| {
             let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_default();
             let at = PANICKED_AT.get().map(|a| format!(" in {a}")).unwrap_or_default();
@@ -112,6 +110,7 @@ pub fn main(mode: Mode, guards: bool) -> i32 {
 /// Builds the interpreter, installs the externals and guards, (as a zygote: forks here, once
 /// per run), reads the run's [`Start`], locks down and runs the script.
 fn interpret(zygote: bool, guards: bool, mut applied: confine::Applied) -> ChildMsg {
+    stack::install_backstop();
     let mut settings = Settings::default();
     settings.import_site = false;
     settings.install_signal_handlers = false;
@@ -132,7 +131,7 @@ fn interpret(zygote: bool, guards: bool, mut applied: confine::Applied) -> Child
         };
         let _ = INPUTS.set(start.inputs.clone());
         modules::clock::configure(&start);
-        modules::sys::RECURSION_CAP.store(start.max_recursion as usize, std::sync::atomic::Ordering::Relaxed);
+        modules::sys::RECURSION_CAP.store(stack::recursion_limit(start.max_recursion), std::sync::atomic::Ordering::Relaxed);
         confine::lock(&start, &mut applied);
         match installed {
             Ok(globals) => run(vm, &start, globals),
@@ -158,7 +157,11 @@ fn run(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
 }
 
 fn execute(vm: &VirtualMachine, start: &Start, globals: PyDictRef) -> ChildMsg {
-    vm.recursion_limit.set(start.max_recursion as usize);
+    vm.recursion_limit.set(stack::recursion_limit(start.max_recursion));
+    if let Some(why) = crate::sandbox::script::depth::scan(&start.source) {
+        let (kind, message) = why.python();
+        return done_err(if kind == "RecursionError" { ErrorKind::Recursion } else { ErrorKind::Syntax }, format!("{}: {kind}: {message}", start.filename));
+    }
     let code = match vm.compile(&start.source, CompileMode::Exec, start.filename.clone()) {
         Ok(code) => code,
         Err(e) => return done_err(ErrorKind::Syntax, format!("{}: {e}", start.filename)),
@@ -225,7 +228,7 @@ fn exception_text(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
         text.push('\n');
         text.push_str(separator);
     }
-    text.trim_end().to_string()
+    stack::compact_traceback(text.trim_end())
 }
 
 /// One exception's traceback and its last line, `Name: str(exception)`.
@@ -332,5 +335,7 @@ fn install(vm: &VirtualMachine, guards: bool) -> PyResult<PyDictRef> {
         grail_dict.set_item(n, f.clone(), vm)?;
     }
     let grail: PyObjectRef = vm.new_module("grail", grail_dict, None).into();
-    modules::install(vm, grail, guards)
+    let globals = modules::install(vm, grail, guards)?;
+    stack::guard_compilers(vm, &globals)?;
+    Ok(globals)
 }
