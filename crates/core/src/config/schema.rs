@@ -38,7 +38,7 @@ keys! {
     "orchestrator" "default_provider" Kind::Choice(&["", "file", "inline", "llm"]), "\"\"", "The provider of work queued without one (signal files, `cairn queue`); empty: a .pym script is file, other text llm when an LLM is configured. `cairn up --provider P` sets it for that process.";
     "sandbox" "timeout_seconds" Kind::Int { min: 1 }, "60", "Wall-clock limit of one agent run; the sandbox process is killed at the limit.";
     "sandbox" "max_memory_mb" Kind::Int { min: 16 }, "100", "Memory available to the agent's script, in MiB.";
-    "sandbox" "max_recursion" Kind::Int { min: 50 }, "1000", "Python recursion limit inside the sandbox.";
+    "sandbox" "max_recursion" Kind::Int { min: 50 }, "1000", "Python recursion limit inside the sandbox (at most 16000 frames: deeper recursion raises RecursionError, never a crash).";
     "sandbox" "max_log_bytes" Kind::Int { min: 1024 }, "1048576", "Bound on log() output and on the size of the run's result, in bytes.";
     "sandbox" "max_write_bytes" Kind::Int { min: 1 }, "52428800", "Total bytes an agent may write through write_file in one run.";
     "sandbox" "max_files_written" Kind::Int { min: 1 }, "10000", "Number of distinct files an agent may write or delete in one run.";
