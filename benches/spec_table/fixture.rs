@@ -18,7 +18,7 @@ pub fn path_of(i: usize) -> String {
 }
 
 /// Deterministic pseudo-random text of `len` bytes, in lines of about 70 characters.
-fn text(seed: u64, len: usize) -> Vec<u8> {
+pub fn text(seed: u64, len: usize) -> Vec<u8> {
     const WORDS: &[&str] = &["alpha", "beta", "gamma", "delta", "return", "value", "cairn", "agent", "def", "self", "import", "x", "=", "(", ")", ":"];
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let mut out = Vec::with_capacity(len + 16);

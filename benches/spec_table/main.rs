@@ -11,7 +11,10 @@
 //! - `CAIRN_BENCH_TRACE`: a `tracing` filter (`cairn::accept=debug` shows accept's phases)
 //!   whose events go to stderr;
 //! - `CAIRN_BENCH_ONLY`: comma-separated steps to run (`runs`, `review`, `watcher`,
-//!   `materialize`, `search`, `nvim`, `jj`) after the index rows, which every step needs.
+//!   `materialize`, `search`, `nvim`, `jj`) after the index rows, which every step needs;
+//!   `scale` alone runs only the scale family;
+//! - `CAIRN_BENCH_SCALE_FILES`: the scale family's sizes (default `1000000,10000`); setting it
+//!   selects the family too (`scale/mod.rs`: the monorepo rows of issue 37, off by default).
 //!
 //! The bench asserts that each operation did its job, never how fast it was.
 
@@ -20,6 +23,7 @@ mod jj;
 mod nvim;
 mod review;
 mod runs;
+mod scale;
 mod stats;
 mod tree;
 
@@ -67,14 +71,19 @@ fn main() {
     let sizes = env_list("CAIRN_BENCH_FILES", "10000");
     let runs = env_list("CAIRN_BENCH_RUNS", "7").first().copied().unwrap_or(7).max(7);
     println!("{}", machine());
+    let only = std::env::var("CAIRN_BENCH_ONLY").unwrap_or_default();
+    let only_scale = !only.trim().is_empty() && only.split(',').all(|s| s.trim() == "scale");
     let mut all = Vec::new();
-    for files in sizes {
+    for files in sizes.into_iter().filter(|_| !only_scale) {
         let rows = measure(files, runs);
         print_table(files, &rows);
         all.push((files, rows));
     }
     if all.len() > 1 {
         print_growth(&all);
+    }
+    if scale::wanted() {
+        scale::table(runs);
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 const TRIVIAL: &str = "x = 1";
 
 /// Queue, claim and run to `reviewing` in this process, the child forked by the pool's zygote.
-fn pooled(c: &Ctx, pool: &Pool, code: &str) -> String {
+pub fn pooled(c: &Ctx, pool: &Pool, code: &str) -> String {
     cairn::orchestrator::queue(&c.p, code, Some(Provider::Inline), Priority::Normal).expect("queue");
     let rec = cairn::orchestrator::run_next(&c.p, Some(pool)).expect("run").expect("claimed");
     assert_eq!(rec.state.as_str(), "reviewing", "{:?}", rec.error);
