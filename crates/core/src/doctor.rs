@@ -85,13 +85,19 @@ pub fn run(project: &Project) -> Result<Report> {
         dbs.extend(found);
     }
     let databases: Vec<DbCheck> = dbs.into_iter().map(|path| DbCheck { result: quick_check(&path), path }).collect();
-    let (unindexed, ghosts, stale) = if databases[0].result == "ok" { crate::sync::drift(project)? } else { Default::default() };
+    // One comparison of the tree with the index (when the index opens): its drift, and the
+    // special files in the tree.
+    let (unindexed, ghosts, stale, special) = if databases[0].result == "ok" {
+        let d = crate::sync::compare(project)?;
+        (d.missing, d.extra, d.changed, d.specials)
+    } else {
+        Default::default()
+    };
     let ok = databases.iter().all(|d| d.result == "ok") && unindexed.is_empty() && ghosts.is_empty() && stale.is_empty();
     let (confined_runs, runs_layers) = match crate::runbox::probe(project) {
         Ok(layers) => ("ok".to_string(), layers),
         Err(e) => (e, Vec::new()),
     };
-    let special = crate::sync::special_files(project);
     let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
     let ok = ok && orphans.is_empty();
     let jj = crate::jj::detect(project).0;

@@ -6,11 +6,12 @@ use crate::error::{Error, Result};
 use crate::paths::{self, IgnoreRules};
 use crate::project::Project;
 use crate::store::{self, atomic, fsx, stable::Entry, Kind};
-use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+mod drift;
 pub mod scan;
+pub use drift::{compare, drift, Drift};
 use std::sync::Mutex;
 
 /// What an [`init`] did.
@@ -144,82 +145,6 @@ pub fn catch_up(project: &Project) -> Result<scan::Scanned> {
         stable.checkpoint()?;
     }
     Ok(done)
-}
-
-/// Every path of the project that is mirrored, with its metadata (a parallel walk that honours
-/// `.gitignore` and skips [`paths::ALWAYS_SKIPPED`] and accept's temporary files).
-fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
-    let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .ignore(false)
-        .parents(false)
-        .follow_links(false)
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            !paths::ALWAYS_SKIPPED.contains(&name.as_ref()) && !name.ends_with(atomic::TEMP_SUFFIX)
-        })
-        .threads(2)
-        .build_parallel();
-    walker.run(|| {
-        let found = &found;
-        Box::new(move |res| {
-            let Ok(ent) = res else { return ignore::WalkState::Continue };
-            let stripped = ent.path().strip_prefix(root).ok();
-            if stripped.is_some_and(|r| r.to_str().is_none()) {
-                warn_once_unindexed(ent.path());
-            }
-            let rel = stripped.and_then(Path::to_str).filter(|r| !r.is_empty());
-            if let (Some(rel), Ok(md)) = (rel, ent.metadata()) {
-                if let Ok(mut f) = found.lock() {
-                    f.push((rel.to_string(), md));
-                }
-            }
-            ignore::WalkState::Continue
-        })
-    });
-    found.into_inner().unwrap_or_default()
-}
-
-/// How `stable.db` differs from the tree: paths only in the tree, paths only in the index, and
-/// files whose size or mtime differ. Read-only (for `cairn doctor`).
-pub fn drift(project: &Project) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
-    let indexed: HashMap<String, Entry> = project.stable()?.all()?.into_iter().map(|e| (e.path.clone(), e)).collect();
-    let on_disk = walk(&project.root);
-    let mut missing = Vec::new();
-    let mut changed = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (rel, md) in &on_disk {
-        seen.insert(rel.clone());
-        match indexed.get(rel) {
-            // FIFOs, sockets and devices are never indexed (nor read): not drift.
-            None if is_special(md) => {}
-            None => missing.push(rel.clone()),
-            Some(e) if md.is_file() && (e.size != md.size() || e.mtime_ns != mtime_ns(md)) => changed.push(rel.clone()),
-            Some(_) => {}
-        }
-    }
-    let mut extra: Vec<String> = indexed.keys().filter(|p| !seen.contains(*p)).cloned().collect();
-    for v in [&mut missing, &mut extra, &mut changed] {
-        v.sort();
-    }
-    Ok((missing, extra, changed))
-}
-
-fn is_special(md: &std::fs::Metadata) -> bool {
-    let t = md.file_type();
-    !(t.is_file() || t.is_dir() || t.is_symlink())
-}
-
-/// FIFOs, sockets and devices in the tree (never indexed, never opened), for `cairn doctor`.
-pub fn special_files(project: &Project) -> Vec<String> {
-    let mut out: Vec<String> = walk(&project.root).into_iter().filter(|(_, md)| is_special(md)).map(|(rel, _)| rel).collect();
-    out.sort();
-    out
 }
 
 /// Non-UTF-8 names are not indexed (paths are text everywhere in Cairn: the index, the

@@ -66,13 +66,25 @@ struct Job {
 
 /// What reading one directory found.
 #[derive(Default)]
-struct Delta {
+pub(super) struct Delta {
     upserts: Vec<Entry>,
     removals: Vec<String>,
     descend: Vec<Job>,
     files: u64,
     dirs: u64,
     hashed: u64,
+    /// For a comparison (`cairn doctor`): paths on disk the index lacks, files whose size or
+    /// mtime moved, and FIFOs, sockets and devices (never indexed).
+    pub(super) missing: Vec<String>,
+    pub(super) changed: Vec<String>,
+    pub(super) specials: Vec<String>,
+}
+
+impl Delta {
+    /// Paths the index has and the disk does not.
+    pub(super) fn extra(&self) -> &[String] {
+        &self.removals
+    }
 }
 
 /// Brings `stable` in line with the tree at `depth`. Batches are read on [`THREADS`] threads
@@ -80,48 +92,67 @@ struct Delta {
 /// a batch never writes the rows a later batch reads, see [`read_dir`]).
 pub fn scan(project: &Project, stable: &mut Stable, depth: Depth) -> Result<Scanned> {
     let started = crate::time::now_ms().saturating_mul(1_000_000);
-    let mut queue: VecDeque<Job> = match depth {
+    let queue: VecDeque<Job> = match depth {
         Depth::Full => VecDeque::from([Job { dir: String::new(), full: true }]),
         Depth::Pruned => moved_dirs(project, stable)?.into(),
     };
     let empty = stable.count()? == 0;
-    let reader = project.stable()?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Delta>>(2);
     std::thread::scope(|s| {
         let writer = s.spawn(move || write_batches(stable, rx));
-        let mut read_dirs = 0u64;
-        let read = (|| -> Result<()> {
-            while !queue.is_empty() {
-                let batch: Vec<(Job, Vec<Entry>)> = queue
-                    .drain(..queue.len().min(BATCH))
-                    .map(|job| {
-                        let prev = if empty { Vec::new() } else { reader.children(&job.dir)? };
-                        Ok((job, prev))
-                    })
-                    .collect::<Result<_>>()?;
-                let root = &project.root;
-                let deltas = crate::par::chunks(&batch, THREADS, "indexing", |chunk| {
-                    let mut rules = IgnoreRules::new(root);
-                    chunk.iter().map(|(job, prev)| read_dir(root, &mut rules, job, prev, started)).collect::<Vec<_>>()
-                })?;
-                let mut deltas = deltas.into_iter().flatten().collect::<Result<Vec<Delta>>>()?;
-                for d in &mut deltas {
-                    queue.extend(std::mem::take(&mut d.descend));
-                }
-                read_dirs += batch.len() as u64;
-                if tx.send(deltas).is_err() {
-                    break;
-                }
-            }
-            Ok(())
-        })();
+        let read = read_batches(project, queue, Reading { empty, hashing: true, started }, |deltas| tx.send(deltas).is_ok());
         drop(tx);
         let written = writer.join().map_err(|_| Error::panicked("indexing"))?;
-        read?;
+        let read_dirs = read?;
         let mut report = written?;
         report.read_dirs = read_dirs;
         Ok(report)
     })
+}
+
+/// How a batch of directories is read: against an empty index (no lookups), hashing new and
+/// moved files (an index's scan) or not (a comparison), and when the scan started.
+#[derive(Clone, Copy)]
+pub(super) struct Reading {
+    pub(super) empty: bool,
+    pub(super) hashing: bool,
+    pub(super) started: i64,
+}
+
+/// A full comparison from the root, nothing hashed or written: each batch's deltas to `sink`.
+pub(super) fn compare(project: &Project, sink: impl FnMut(Vec<Delta>) -> bool) -> Result<u64> {
+    let started = crate::time::now_ms().saturating_mul(1_000_000);
+    read_batches(project, VecDeque::from([Job { dir: String::new(), full: true }]), Reading { empty: false, hashing: false, started }, sink)
+}
+
+/// Reads the queued directories in batches (and those they lead to), each batch's deltas to
+/// `sink` (which says whether to go on). Returns the number of directories read.
+fn read_batches(project: &Project, mut queue: VecDeque<Job>, how: Reading, mut sink: impl FnMut(Vec<Delta>) -> bool) -> Result<u64> {
+    let reader = project.stable()?;
+    let root = &project.root;
+    let mut read_dirs = 0u64;
+    while !queue.is_empty() {
+        let batch: Vec<(Job, Vec<Entry>)> = queue
+            .drain(..queue.len().min(BATCH))
+            .map(|job| {
+                let prev = if how.empty { Vec::new() } else { reader.children(&job.dir)? };
+                Ok((job, prev))
+            })
+            .collect::<Result<_>>()?;
+        let deltas = crate::par::chunks(&batch, THREADS, "indexing", |chunk| {
+            let mut rules = IgnoreRules::new(root);
+            chunk.iter().map(|(job, prev)| read_dir(root, &mut rules, job, prev, how)).collect::<Vec<_>>()
+        })?;
+        let mut deltas = deltas.into_iter().flatten().collect::<Result<Vec<Delta>>>()?;
+        for d in &mut deltas {
+            queue.extend(std::mem::take(&mut d.descend));
+        }
+        read_dirs += batch.len() as u64;
+        if !sink(deltas) {
+            break;
+        }
+    }
+    Ok(read_dirs)
 }
 
 /// The writing side of [`scan`]: one transaction per batch, in order.
@@ -204,7 +235,7 @@ fn root_gitignore_moved(root: &Path, stable: &Stable) -> Result<bool> {
 /// Reads directory `job.dir` and compares it with its indexed children `prev`. The directory
 /// is opened once (beneath the root, no symlink on the way) and every child is stat'ed and
 /// opened relative to it, never following a symlink.
-fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], started: i64) -> Result<Delta> {
+fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], how: Reading) -> Result<Delta> {
     let mut delta = Delta::default();
     let dfd = match fsx::open_dir(root, &job.dir, false) {
         Ok(fd) => fd,
@@ -225,7 +256,7 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
     if !job.dir.is_empty() {
         let st = rfs::fstat(&dfd).map_err(io)?;
         let stamp = stat_mtime(&st);
-        let mtime_ns = if stamp >= started - RACY_NS { 0 } else { stamp };
+        let mtime_ns = if stamp >= how.started - RACY_NS { 0 } else { stamp };
         delta.upserts.push(Entry { path: job.dir.clone(), kind: Kind::Dir, mode: st.st_mode & 0o7777, size: st.st_ino, mtime_ns, hash: None });
     }
     let mut prev: HashMap<&str, &Entry> = prev.iter().map(|e| (e.path.rsplit('/').next().unwrap_or(&e.path), e)).collect();
@@ -240,8 +271,8 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
         if name == "." || name == ".." || paths::ALWAYS_SKIPPED.contains(&name) || name.ends_with(atomic::TEMP_SUFFIX) {
             continue;
         }
-        let fresh_file = child.file_type() == rfs::FileType::RegularFile && !prev.contains_key(name);
-        compare_child(root, rules, ignoring, job, &dfd, name, fresh_file, &mut prev, &mut delta)?;
+        let fresh_file = how.hashing && child.file_type() == rfs::FileType::RegularFile && !prev.contains_key(name);
+        compare_child(root, rules, ignoring, job, &dfd, name, (fresh_file, how.hashing), &mut prev, &mut delta)?;
     }
     delta.removals.extend(prev.into_values().map(|e| e.path.clone()));
     Ok(delta)
@@ -252,7 +283,7 @@ fn read_dir(root: &Path, rules: &mut IgnoreRules, job: &Job, prev: &[Entry], sta
 /// `fresh_file`: the directory says a regular file the index does not have: it is opened and
 /// hashed at once (its status from the open), without a stat of its own.
 #[allow(clippy::too_many_arguments)]
-fn compare_child(root: &Path, rules: &mut IgnoreRules, ignoring: bool, job: &Job, dfd: &OwnedFd, name: &str, fresh_file: bool, prev: &mut HashMap<&str, &Entry>, delta: &mut Delta) -> Result<()> {
+fn compare_child(root: &Path, rules: &mut IgnoreRules, ignoring: bool, job: &Job, dfd: &OwnedFd, name: &str, (fresh_file, hashing): (bool, bool), prev: &mut HashMap<&str, &Entry>, delta: &mut Delta) -> Result<()> {
     let rel = if job.dir.is_empty() { name.to_string() } else { format!("{}/{name}", job.dir) };
     if fresh_file && !(ignoring && rules.is_ignored(&rel, false)) {
         match hashed_entry(root, dfd, rel.clone())? {
@@ -276,6 +307,7 @@ fn compare_child(root: &Path, rules: &mut IgnoreRules, ignoring: bool, job: &Job
             if let Some(p) = prev.remove(name) {
                 delta.removals.push(p.path.clone());
             }
+            delta.specials.push(rel);
             return Ok(());
         }
     };
@@ -289,12 +321,20 @@ fn compare_child(root: &Path, rules: &mut IgnoreRules, ignoring: bool, job: &Job
         if before.is_some() && !was_dir {
             delta.removals.push(rel.clone());
         }
+        if before.is_none() {
+            delta.missing.push(rel.clone());
+        }
         if job.full || !was_dir {
             delta.descend.push(Job { dir: rel, full: true });
         }
         return Ok(());
     }
-    let Some(e) = entry_at(root, dfd, rel, kind, &st, before)? else {
+    if before.is_none() {
+        delta.missing.push(rel.clone());
+    } else if kind == Kind::File && before.is_some_and(|p| p.size != st.st_size as u64 || p.mtime_ns != stat_mtime(&st)) {
+        delta.changed.push(rel.clone());
+    }
+    let Some(e) = entry_at(root, dfd, rel, kind, &st, before, hashing)? else {
         if let Some(p) = before {
             delta.removals.push(p.path.clone());
         }
@@ -331,10 +371,10 @@ fn stat_mtime(st: &rfs::Stat) -> i64 {
 /// The entry of a file or symlink stat'ed in `dfd`, hashing a file only when `prev` does not
 /// already match its size and mtime. `None`: gone meanwhile, or not readable (left out, with
 /// a warning: agents see it as absent).
-fn entry_at(root: &Path, dfd: &OwnedFd, rel: String, kind: Kind, st: &rfs::Stat, prev: Option<&Entry>) -> Result<Option<Entry>> {
+fn entry_at(root: &Path, dfd: &OwnedFd, rel: String, kind: Kind, st: &rfs::Stat, prev: Option<&Entry>, hashing: bool) -> Result<Option<Entry>> {
     let size = if kind == Kind::File { st.st_size as u64 } else { 0 };
     let mut e = Entry { path: rel, kind, mode: st.st_mode & 0o7777, size, mtime_ns: stat_mtime(st), hash: None };
-    if kind != Kind::File {
+    if kind != Kind::File || !hashing {
         return Ok(Some(e));
     }
     match prev {
