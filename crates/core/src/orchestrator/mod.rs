@@ -50,8 +50,13 @@ pub fn start(project: &Project, id: Option<&str>) -> Result<Vec<String>> {
 
 /// Re-queues or errors agents whose worker died (SPEC §3 restart rule).
 pub fn recover(project: &Project) -> Result<Vec<(String, State)>> {
+    recover_in(&mut project.bin()?)
+}
+
+/// [`recover`] on an open `bin.db` (a long-running loop keeps one).
+pub fn recover_in(bin: &mut crate::store::bin::Bin) -> Result<Vec<(String, State)>> {
     let me = this_worker();
-    project.bin()?.recover(&|w| w == me || worker_alive(w))
+    bin.recover(&|w| w == me || worker_alive(w))
 }
 
 /// Claims and runs the next queued agent in this thread. `None` when nothing could be

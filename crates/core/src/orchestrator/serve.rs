@@ -24,17 +24,19 @@ pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, ti
     std::thread::scope(|s| -> Result<()> {
         let mut handles: Vec<std::thread::ScopedJoinHandle<'_, ()>> = Vec::new();
         let mut backoff = poll;
+        let mut bin = Held::default();
         while !stop() {
             tick();
             // Leases: agents whose worker process is gone are re-queued (or errored) by any
             // live process, so a killed `cairn run` never holds a slot.
-            if let Err(e) = super::recover(project) {
+            if let Err(e) = bin.get(project).and_then(super::recover_in) {
                 on_error(&e);
+                bin.drop_it();
             }
             handles.retain(|h| !h.is_finished());
             let mut failed = false;
             while handles.len() < max {
-                match project.bin().and_then(|mut b| b.claim(this_worker(), max as u32, None)) {
+                match bin.get(project).and_then(|b| b.claim(this_worker(), max as u32, None)) {
                     Ok(Some(rec)) => handles.push(s.spawn(move || {
                         if let Err(e) = execute(project, pool, rec) {
                             tracing::error!("agent run failed: {e}");
@@ -43,6 +45,7 @@ pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, ti
                     Ok(None) => break,
                     Err(e) => {
                         on_error(&e);
+                        bin.drop_it();
                         failed = true;
                         break;
                     }
@@ -62,3 +65,29 @@ pub fn serve(project: &Project, pool: Option<&Pool>, stop: &dyn Fn() -> bool, ti
     })
 }
 
+
+/// The loop's one connection to `bin.db` (opening it parses the schema and runs the
+/// migrations: every poll would cost that while idle), opened again after an error or when
+/// the file is another one (the project initialized afresh).
+#[derive(Default)]
+struct Held {
+    open: Option<(u64, crate::store::bin::Bin)>,
+}
+
+impl Held {
+    fn get(&mut self, project: &Project) -> Result<&mut crate::store::bin::Bin> {
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(project.agentfs().join("bin.db")).map(|m| m.ino()).unwrap_or(0);
+        if self.open.as_ref().is_none_or(|(i, _)| *i != ino || ino == 0) {
+            self.open = Some((ino, project.bin()?));
+        }
+        match &mut self.open {
+            Some((_, bin)) => Ok(bin),
+            None => Err(Error::Internal("bin.db connection".into())),
+        }
+    }
+
+    fn drop_it(&mut self) {
+        self.open = None;
+    }
+}

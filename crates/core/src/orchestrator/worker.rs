@@ -3,10 +3,20 @@
 
 use crate::store::bin::Worker;
 
-/// This process as a worker.
+/// This process as a worker (its start time read once per process: a forked child, with its
+/// own pid, reads its own).
 pub fn this_worker() -> Worker {
+    static ME: std::sync::Mutex<Option<Worker>> = std::sync::Mutex::new(None);
     let pid = std::process::id() as i64;
-    Worker { pid, start: process_start(pid).unwrap_or(0) }
+    let mut me = ME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match *me {
+        Some(w) if w.pid == pid => w,
+        _ => {
+            let w = Worker { pid, start: process_start(pid).unwrap_or(0) };
+            *me = Some(w);
+            w
+        }
+    }
 }
 
 /// Start time of a process (clock ticks since boot), from `/proc/<pid>/stat`.
