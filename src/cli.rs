@@ -6,6 +6,7 @@ use cairn_core::command::{self, Command, Output};
 use cairn_core::error::{Error, Result};
 use cairn_core::lifecycle::{Priority, Provider, State};
 use cairn_core::project::Project;
+use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -68,6 +69,9 @@ pub enum Cmd {
         reference: String,
         #[arg(long, value_parser = parse_provider)]
         provider: Option<Provider>,
+        /// rustpython or cpython (wins over the script's header and [sandbox] interpreter).
+        #[arg(long, value_parser = <Interpreter as std::str::FromStr>::from_str)]
+        interpreter: Option<Interpreter>,
         #[arg(long)]
         json: bool,
     },
@@ -224,6 +228,9 @@ pub enum Cmd {
     /// Pre-flight check of an agent script: file:line:col diagnostics.
     Check {
         file: PathBuf,
+        /// rustpython (default) or cpython; the script's header also chooses.
+        #[arg(long, value_parser = <Interpreter as std::str::FromStr>::from_str)]
+        interpreter: Option<Interpreter>,
         #[arg(long)]
         json: bool,
     },
@@ -327,14 +334,14 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Wrap { state: Some(WrapSub::State { cmd }), .. } => return crate::wrap::state(&opened(root, home)?, cmd),
         Cmd::Wrap { state: None, task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, network, cmd),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
-        Cmd::Check { file, json } => {
-            let out = command::execute_check(&file)?;
+        Cmd::Check { file, interpreter, json } => {
+            let out = command::execute_check(&file, interpreter)?;
             return Ok(crate::render::check(&out, json));
         }
         Cmd::Init => (Command::Init, false),
         Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority, key: None }, json),
         Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High, key: None }, json),
-        Cmd::Run { reference, provider, json } => (Command::Run { reference, provider }, json),
+        Cmd::Run { reference, provider, interpreter, json } => (Command::Run { reference, provider, interpreter }, json),
         Cmd::ListAgents { all, json } => (Command::ListAgents { all }, json),
         Cmd::Status { format: Some(_), .. } => return crate::render::status_line(&opened(root, home)?),
         Cmd::Status { id: Some(id), json, .. } => (Command::Status { id }, json),

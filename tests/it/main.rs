@@ -11,6 +11,7 @@ mod budgets;
 mod cli;
 mod config_gc;
 mod corpus;
+mod cpython;
 mod crash;
 mod doc_truth;
 mod events;

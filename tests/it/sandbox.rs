@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 const SECRET: &str = "/tmp/cairn-secret.txt";
 const PWNED: &str = "/tmp/cairn-pwned";
+static ESCAPES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `[sandbox]` settings named in a script's header comments (`[sandbox] key = N`).
 fn header_limits(source: &str) -> Vec<(String, u64)> {
@@ -16,7 +17,7 @@ fn header_limits(source: &str) -> Vec<(String, u64)> {
     source.lines().take_while(|l| l.starts_with('#')).flat_map(|l| re.captures_iter(l).map(|c| (c[1].to_string(), c[2].parse().unwrap())).collect::<Vec<_>>()).collect()
 }
 
-fn scripts_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn scripts_in(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "pym")).collect()).unwrap_or_default();
     v.sort();
     v
@@ -25,12 +26,19 @@ fn scripts_in(dir: &Path) -> Vec<PathBuf> {
 /// Runs one hostile script as SPEC's escapes/README.md defines and checks every condition.
 /// `syntax_layer: false` runs it with the policy check and the runtime guards switched off.
 fn run_hostile(script: &Path, syntax_layer: bool) -> String {
+    run_hostile_with(script, syntax_layer, "")
+}
+
+/// [`run_hostile`] with more `[sandbox]` settings (`interpreter = "cpython"`: tests/it/cpython.rs).
+pub(crate) fn run_hostile_with(script: &Path, syntax_layer: bool, sandbox: &str) -> String {
+    // The suites share SECRET and PWNED: one hostile run at a time, across tests.
+    let _one = ESCAPES.lock().unwrap_or_else(|e| e.into_inner());
     let name = script.file_name().unwrap().to_string_lossy().to_string();
     let source = std::fs::read_to_string(script).unwrap();
     let f = Fixture::with_files(&[("src/app.py", "x = 1\n")]);
     std::os::unix::fs::symlink("/tmp", f.root.join("outside")).unwrap();
     let limits = header_limits(&source);
-    let mut toml = String::from("[sandbox]\n");
+    let mut toml = format!("[sandbox]\n{sandbox}\n");
     for (k, v) in &limits {
         toml.push_str(&format!("{k} = {v}\n"));
     }

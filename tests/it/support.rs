@@ -76,7 +76,7 @@ impl Fixture {
 
     /// Runs an inline script to reviewing/errored through the library; returns its status.
     pub fn run_inline(&self, code: &str) -> Status {
-        match command::execute(&self.project(), Command::Run { reference: code.to_string(), provider: Some(cairn::lifecycle::Provider::Inline) }) {
+        match command::execute(&self.project(), Command::Run { reference: code.to_string(), provider: Some(cairn::lifecycle::Provider::Inline), interpreter: None }) {
             Ok(Output::Agent(s)) => s,
             other => panic!("run failed: {other:?}"),
         }

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::{Priority, Provider};
 use crate::project::Project;
 use crate::review::{self, AcceptReport, UndoReport};
-use crate::sandbox::script::{self, Diagnostic};
+use crate::sandbox::script::Diagnostic;
 use crate::{gc, index, orchestrator, sync, workspace};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ pub enum Command {
     Init,
     /// `key` makes it idempotent (see [`crate::orchestrator::queue_once`]).
     Queue { reference: String, provider: Option<Provider>, priority: Priority, key: Option<String> },
-    Run { reference: String, provider: Option<Provider> },
+    Run { reference: String, provider: Option<Provider>, interpreter: Option<crate::sandbox::interpreter::Interpreter> },
     ListAgents { all: bool },
     Status { id: String },
     /// `since_review`: what changed since the user last reviewed (the interdiff).
@@ -55,7 +55,7 @@ pub enum Command {
     Log { id: String },
     Undo { id: String },
     Preview { id: String },
-    Check { file: PathBuf },
+    Check { file: PathBuf, interpreter: Option<crate::sandbox::interpreter::Interpreter> },
     Gc,
     /// The hunks of every text file of a proposal (ghost text).
     Hunks { id: String },
@@ -145,9 +145,13 @@ pub fn overview(project: &Project) -> Result<Overview> {
 
 
 /// The pre-flight check of a script file (needs no project).
-pub fn execute_check(file: &std::path::Path) -> Result<CheckReport> {
+/// The interpreter is `interpreter` when given, else the one the script's header names, else
+/// RustPython (the check needs no project, so no `[sandbox] interpreter`).
+pub fn execute_check(file: &std::path::Path, interpreter: Option<crate::sandbox::interpreter::Interpreter>) -> Result<CheckReport> {
+    use crate::sandbox::interpreter::{self, Interpreter};
     let source = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
-    let diagnostics = script::check(&source);
+    let chosen = interpreter.or_else(|| interpreter::header(&source)).unwrap_or(Interpreter::Rustpython);
+    let diagnostics = interpreter::check(&source, chosen);
     Ok(CheckReport { file: file.display().to_string(), ok: diagnostics.is_empty(), diagnostics })
 }
 
@@ -173,7 +177,10 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let rec = orchestrator::queue_once(project, &reference, provider, priority, key.as_deref())?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
-        Command::Run { reference, provider } => {
+        Command::Run { reference, provider, interpreter } => {
+            let mut chosen = project.clone();
+            chosen.config.sandbox.interpreter_flag = interpreter.or(project.config.sandbox.interpreter_flag);
+            let project = &chosen;
             // The zygote builds its interpreter while the index catches up (two cores at work).
             let pool = crate::sandbox::pool::Pool::new(&project.exe, project.config.sandbox.syntax_layer);
             index::ensure_index(project)?;
@@ -222,7 +229,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let id = resolve(project, &id)?;
             Ok(Output::Preview(workspace::materialize(project, &id)?))
         }
-        Command::Check { file } => Ok(Output::Check(execute_check(&file)?)),
+        Command::Check { file, interpreter } => Ok(Output::Check(execute_check(&file, interpreter)?)),
         Command::Gc => Ok(Output::Gc(gc::collect(project)?)),
         Command::AcceptHunk { id, path, hunk, force } => {
             let id = resolve(project, &id)?;

@@ -26,6 +26,17 @@ pub struct Orchestrator {
     pub default_provider: String,
 }
 
+closed_set! {
+    /// The interpreters an agent script may run on (`[sandbox] interpreter`; see
+    /// `sandbox::interpreter`).
+    Interpreter, "interpreter" {
+        /// rustpython-vm in `cairn __sandbox`: starts in milliseconds, no Python needed.
+        Rustpython = "rustpython",
+        /// The host's `python3` (`[sandbox] python`) in a run workspace (`runbox`).
+        Cpython = "cpython",
+    }
+}
+
 /// `[sandbox]`: the bounds of one agent run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sandbox {
@@ -41,6 +52,14 @@ pub struct Sandbox {
     pub max_write_bytes: u64,
     pub max_files_written: u64,
     pub random_seed: i64,
+    /// Which Python runs agent scripts (`rustpython` or `cpython`; a script's header and
+    /// `cairn run --interpreter` choose too: see `sandbox::interpreter`).
+    pub interpreter: Interpreter,
+    /// The CPython executable of `interpreter = "cpython"` (a name on the run's `PATH`, or a path).
+    pub python: String,
+    /// `cairn run --interpreter`: wins over a script's header and `interpreter`. Not a key.
+    #[serde(skip)]
+    pub interpreter_flag: Option<Interpreter>,
 }
 
 fn syntax_layer_on() -> bool {

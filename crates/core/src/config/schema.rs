@@ -43,6 +43,8 @@ keys! {
     "sandbox" "max_write_bytes" Kind::Int { min: 1 }, "52428800", "Total bytes an agent may write through write_file in one run.";
     "sandbox" "max_files_written" Kind::Int { min: 1 }, "10000", "Number of distinct files an agent may write or delete in one run.";
     "sandbox" "random_seed" Kind::Int { min: -1 }, "-1", "Seed of the random module in agent scripts; -1 gives every run a fresh seed from the host.";
+    "sandbox" "interpreter" Kind::Choice(&["rustpython", "cpython"]), "\"rustpython\"", "Which Python runs agent scripts: rustpython (built in, starts in milliseconds, no Python needed on the machine) or cpython (the host's python, inside a confined run workspace: CPython's behaviour for every module, plain file I/O captured into the proposal). A script's first lines may say `# cairn: interpreter=cpython`; `cairn run --interpreter` wins over both.";
+    "sandbox" "python" Kind::Str, "\"python3\"", "The CPython of interpreter = \"cpython\": a name looked up on the run's PATH or an absolute path (outside the system directories, list it in [run] read_paths); it must be Python 3.10 or newer.";
     "llm" "provider" Kind::Choice(&["openai", "anthropic", "ollama"]), "\"openai\"", "The API spoken: openai (OpenAI-compatible chat completions), anthropic (the Messages API, default endpoint https://api.anthropic.com) or ollama (the OpenAI-compatible API, default endpoint http://127.0.0.1:11434/v1).";
     "llm" "endpoint" Kind::Str, "\"\"", "Base URL of the API, e.g. http://127.0.0.1:11434/v1 (Ollama); empty: the provider's default (none for openai).";
     "llm" "model" Kind::Str, "\"\"", "Model name sent with every completion request (empty: default_model).";

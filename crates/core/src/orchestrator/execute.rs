@@ -93,13 +93,13 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
         project.bin()?.clear_rate_limits(id)?;
     }
     std::fs::write(dir.join("task.pym"), &code).map_err(|e| Error::io(dir.join("task.pym"), e))?;
-    let diags = if project.config.sandbox.syntax_layer { script::check(&code) } else { Vec::new() };
+    let (interpreter, diags) = crate::sandbox::interpreter::pre_flight(&code, &project.config.sandbox);
     write_check(project, id, &diags)?;
     if !diags.is_empty() {
         let text = diags.iter().map(|d| format!("task.pym:{}:{}: {}", d.line, d.col, d.message)).collect::<Vec<_>>().join("\n");
         return Err(Failure::Agent(ErrorKind::Check, text));
     }
-    let source = script::transform(&code).map_err(|d| Failure::Agent(ErrorKind::Check, d.message))?;
+    let source = crate::sandbox::interpreter::prepare(&code, interpreter).map_err(|d| Failure::Agent(ErrorKind::Check, d.message))?;
 
     // executing
     let mut bin = project.bin()?;
@@ -121,6 +121,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let view = View::new(project, &overlay)?;
     let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_event);
     host.deadline = Some(deadline);
+    host.limits.interpreter = interpreter;
     let mut inputs = Map::new();
     inputs.insert("task_description".into(), Value::String(rec.task.clone()));
     inputs.insert("agent_id".into(), Value::String(id.to_string()));

@@ -27,6 +27,7 @@ pub mod pty;
 mod report;
 mod spec;
 mod stage;
+pub mod streamed;
 mod sys;
 mod unconfined;
 mod view;

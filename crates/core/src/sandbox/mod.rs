@@ -17,11 +17,14 @@
 //! through [`crate::externals::Host::call`].
 
 pub mod child;
+mod cpython;
+pub mod interpreter;
 pub mod policy;
 pub mod pool;
 pub mod protocol;
 pub mod runner;
 pub mod script;
+mod serve;
 pub mod spawn;
 pub mod stdlib;
 pub mod zygote;

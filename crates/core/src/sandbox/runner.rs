@@ -2,49 +2,35 @@
 //! script, serves each external call through [`Host`], and kills the child at the wall-clock
 //! limit or when a parent-side limit is exceeded.
 
-use super::protocol::{ChildMsg, Reply, Start};
+use super::protocol::Start;
+pub use super::serve::Outcome;
+use super::serve::{serve, write_line};
 use crate::error::Result;
 use crate::lifecycle::ErrorKind;
-use crate::externals::{CallError, Host};
+use crate::externals::Host;
 use serde_json::{Map, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use super::pool::Pool;
-use super::spawn::{spawn, Killer, Proc, Spawned};
+use super::spawn::{spawn, Proc, Spawned};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Longest line the child may send (a 10 MiB write_file, JSON-escaped, with room to spare).
-const MAX_LINE: u64 = 64 * 1024 * 1024;
-/// Most arguments (positional and keyword) one call may carry; no external takes more than 3.
-const MAX_CALL_ARGS: usize = 8;
-/// Longest error message kept from the child.
-const MAX_ERROR_BYTES: usize = 16 * 1024;
 
-/// How a run ended.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// Value of the script's last expression (JSON), when it finished.
-    pub result: Option<Value>,
-    /// `(kind, message)` when it did not: `timeout`, `memory`, `recursion`, `limit`,
-    /// `exception`, `syntax` or `crash`.
-    pub error: Option<(ErrorKind, String)>,
-    /// Wall time of the run.
-    pub elapsed: Duration,
-}
-
-impl Outcome {
-    fn failed(kind: ErrorKind, message: impl Into<String>, start: Instant) -> Outcome {
-        Outcome { result: None, error: Some((kind, message.into())), elapsed: start.elapsed() }
-    }
-}
 
 /// Runs `source` in a sandbox child (from `pool` when given, else freshly started from `exe`),
 /// serving its calls with `host`.
+///
+/// On CPython (`host.limits.interpreter`, as [`super::interpreter::choose`] set it), the script
+/// runs in a confined run workspace instead ([`super::cpython`]), served by the same loop.
 pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut inputs: Map<String, Value>, host: &mut Host) -> Result<Outcome> {
     file_inputs(&mut inputs, host);
     let limits = host.limits.clone();
+    let start_msg = start_message(source, filename, inputs, &limits);
+    if limits.interpreter == super::interpreter::Interpreter::Cpython {
+        return super::cpython::run(&start_msg, host);
+    }
     let Spawned { mut proc, mut stdin, stdout, stderr } = match pool {
         Some(p) => p.take()?,
         None => spawn(exe, limits.syntax_layer)?,
@@ -72,16 +58,6 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
         String::from_utf8_lossy(&buf).into_owned()
     });
 
-    let start_msg = Start {
-        source: source.to_string(),
-        filename: filename.to_string(),
-        inputs,
-        max_recursion: limits.max_recursion,
-        max_memory_mb: limits.max_memory_mb,
-        timeout_seconds: limits.timeout_seconds,
-        seed: u64::try_from(limits.random_seed).unwrap_or_else(|_| rand::random()),
-        now_ns: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
-    };
     let mut outcome = None;
     if write_line(&mut stdin, &serde_json::to_string(&start_msg)?).is_ok() {
         let mut reader = BufReader::new(stdout);
@@ -121,6 +97,20 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
     })
 }
 
+/// The first message of a run.
+fn start_message(source: &str, filename: &str, inputs: Map<String, Value>, limits: &crate::config::Sandbox) -> Start {
+    Start {
+        source: source.to_string(),
+        filename: filename.to_string(),
+        inputs,
+        max_recursion: limits.max_recursion,
+        max_memory_mb: limits.max_memory_mb,
+        timeout_seconds: limits.timeout_seconds,
+        seed: u64::try_from(limits.random_seed).unwrap_or_else(|_| rand::random()),
+        now_ns: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
+    }
+}
+
 /// The inputs of the script's file layer (`child/py/_cairnfs.py`): its working directory (the
 /// project root: absolute paths inside it are files) and what it refuses up front, as CPython
 /// refuses a permission error.
@@ -129,81 +119,4 @@ fn file_inputs(inputs: &mut Map<String, Value>, host: &Host) {
     inputs.insert("protected".into(), serde_json::json!({ "dirs": crate::paths::PROTECTED_DIRS, "files": crate::paths::PROTECTED_FILES }));
 }
 
-fn write_line(w: &mut impl Write, line: &str) -> std::io::Result<()> {
-    w.write_all(line.as_bytes())?;
-    w.write_all(b"\n")?;
-    w.flush()
-}
 
-/// Serves calls until the child says it is done. `None` when the child died or misbehaved.
-fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mut Host, started: Instant, killer: &Killer) -> Option<Outcome> {
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.by_ref().take(MAX_LINE).read_until(b'\n', &mut line).ok()?;
-        if n == 0 {
-            return None;
-        }
-        if line.last() != Some(&b'\n') {
-            killer.kill();
-            return Some(Outcome::failed(ErrorKind::Limit, "a call from the script exceeded the message size limit", started));
-        }
-        let msg: ChildMsg = match serde_json::from_slice(&line) {
-            Ok(m) => m,
-            Err(_) => {
-                killer.kill();
-                return Some(Outcome::failed(ErrorKind::Crash, "the sandbox sent a malformed message", started));
-            }
-        };
-        match msg {
-            ChildMsg::Call { name, args, kwargs } => {
-                let result = if args.len() + kwargs.len() > MAX_CALL_ARGS {
-                    Err(CallError::Raise { exc: "TypeError", message: format!("too many arguments (at most {MAX_CALL_ARGS})") })
-                } else {
-                    host.call(&name, &args, &kwargs)
-                };
-                let reply = match result {
-                    Ok(ok) => Reply::Ok { ok },
-                    Err(CallError::Raise { exc, message }) => Reply::Raise { exc: exc.to_string(), message },
-                    Err(CallError::Fatal { kind, message }) => {
-                        killer.kill();
-                        return Some(Outcome::failed(kind, message, started));
-                    }
-                };
-                let text = serde_json::to_string(&reply).ok()?;
-                write_line(stdin, &text).ok()?;
-            }
-            ChildMsg::Done { result, error } => {
-                if let Some(r) = &result {
-                    if r.to_string().len() as u64 > host.limits.max_log_bytes {
-                        return Some(Outcome::failed(ErrorKind::Limit, format!("the result exceeded max_log_bytes = {}", host.limits.max_log_bytes), started));
-                    }
-                }
-                return Some(Outcome { result, error: error.map(|e| (claimed_kind(e.kind), bounded(e.message))), elapsed: started.elapsed() });
-            }
-        }
-    }
-}
-
-/// The kinds a child may report about its own script (`internal`: the interpreter failed
-/// inside an operation, not the script); any other claim (`timeout`, `limit`, ...) is the
-/// parent's to make, so it reads as a crash.
-fn claimed_kind(kind: ErrorKind) -> ErrorKind {
-    match kind {
-        ErrorKind::Exception | ErrorKind::Syntax | ErrorKind::Recursion | ErrorKind::Memory | ErrorKind::Crash | ErrorKind::Internal => kind,
-        _ => ErrorKind::Crash,
-    }
-}
-
-/// An error message from the child, cut to [`MAX_ERROR_BYTES`] at a character boundary.
-fn bounded(mut message: String) -> String {
-    if message.len() > MAX_ERROR_BYTES {
-        let mut end = MAX_ERROR_BYTES;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push_str(" [truncated]");
-    }
-    message
-}

@@ -8,7 +8,10 @@
 //! room for the nesting they accept: a hostile script never overflows the caller's stack.
 
 mod calls;
+mod cpython;
 pub mod depth;
+
+pub use cpython::check as check_cpython;
 
 use super::policy::{self, ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, SAFE_BUILTINS};
 use crate::externals;

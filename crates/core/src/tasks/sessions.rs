@@ -379,17 +379,18 @@ pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_
 /// Runs a `.pym` script against the session's overlay, in the sandbox, as a run would (the
 /// pre-flight check first). Returns `{result}` or `{error: {kind, message}}`.
 pub fn run_script(project: &Project, actor: &str, id: &str, code: &str) -> Result<serde_json::Value> {
-    let diags = if project.config.sandbox.syntax_layer { crate::sandbox::script::check(code) } else { Vec::new() };
+    let (interpreter, diags) = crate::sandbox::interpreter::pre_flight(code, &project.config.sandbox);
     if !diags.is_empty() {
         let text = diags.iter().map(|d| format!("script:{}:{}: {}", d.line, d.col, d.message)).collect::<Vec<_>>().join("\n");
         return Ok(serde_json::json!({ "error": { "kind": "check", "message": text } }));
     }
-    let source = match crate::sandbox::script::transform(code) {
+    let source = match crate::sandbox::interpreter::prepare(code, interpreter) {
         Ok(s) => s,
         Err(d) => return Ok(serde_json::json!({ "error": { "kind": "check", "message": d.message } })),
     };
     with_host(project, actor, id, true, |host| {
         host.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(project.config.sandbox.timeout_seconds));
+        host.limits.interpreter = interpreter;
         let out = crate::sandbox::runner::run(&project.exe, None, &source, "script.pym", Default::default(), host)?;
         Ok(match out.error {
             Some((kind, message)) => serde_json::json!({ "error": { "kind": kind, "message": message } }),
