@@ -143,3 +143,15 @@ fn escape_suite_on_cpython() {
     eprintln!("{}", report.join("\n"));
     let _ = std::fs::remove_file("/tmp/cairn-secret.txt");
 }
+
+#[test]
+fn cpython_behaves_as_cpython_where_rustpython_differs() {
+    let f = fixture(CPYTHON);
+    // The silent difference: a method's col_offset is its indentation.
+    let code = "import ast, sys\ntree = ast.parse('class A:\\n    def m(self):\\n        pass\\n')\n[tree.body[0].body[0].col_offset, sys.argv, format(1234.5, ',.1f')]\n";
+    let s = f.run_ok(code);
+    assert_eq!(s.result.clone().unwrap(), serde_json::json!([4, ["task.pym"], "1,234.5"]));
+    assert_eq!(f.run_ok("x = 1\nexit()\n").state, State::Reviewing);
+    let s = f.run_inline("quit(3)\n");
+    assert_eq!(s.error_kind.map(|k| k.as_str()), Some("exception"), "{:?}", s.error);
+}

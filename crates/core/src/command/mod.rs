@@ -163,6 +163,20 @@ pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
     project.bin()?.resolve(prefix)
 }
 
+/// `cairn run`: one agent now, in this process; `interpreter` is `--interpreter`.
+fn run_now(project: &Project, reference: &str, provider: Option<Provider>, interpreter: Option<crate::config::Interpreter>) -> Result<Output> {
+    let mut chosen = project.clone();
+    chosen.config.sandbox.interpreter_flag = interpreter.or(project.config.sandbox.interpreter_flag);
+    let project = &chosen;
+    // The zygote builds its interpreter while the index catches up (two cores at work);
+    // none when this run is CPython's (a script's header may still choose RustPython).
+    let cpython = project.config.sandbox.interpreter_flag.unwrap_or(project.config.sandbox.interpreter) == crate::config::Interpreter::Cpython;
+    let pool = (!cpython).then(|| crate::sandbox::pool::Pool::new(&project.exe, project.config.sandbox.syntax_layer));
+    index::ensure_index(project)?;
+    let rec = orchestrator::run_now(project, reference, provider, pool.as_deref())?;
+    Ok(Output::Agent(status_of(project, &rec, true)?))
+}
+
 /// Runs one command.
 pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
     match cmd {
@@ -177,16 +191,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
             let rec = orchestrator::queue_once(project, &reference, provider, priority, key.as_deref())?;
             Ok(Output::Agent(status_of(project, &rec, false)?))
         }
-        Command::Run { reference, provider, interpreter } => {
-            let mut chosen = project.clone();
-            chosen.config.sandbox.interpreter_flag = interpreter.or(project.config.sandbox.interpreter_flag);
-            let project = &chosen;
-            // The zygote builds its interpreter while the index catches up (two cores at work).
-            let pool = crate::sandbox::pool::Pool::new(&project.exe, project.config.sandbox.syntax_layer);
-            index::ensure_index(project)?;
-            let rec = orchestrator::run_now(project, &reference, provider, Some(&pool))?;
-            Ok(Output::Agent(status_of(project, &rec, true)?))
-        }
+        Command::Run { reference, provider, interpreter } => run_now(project, &reference, provider, interpreter),
         Command::ListAgents { all } => list_agents(project, all),
         Command::Status { id } => {
             let id = resolve(project, &id)?;

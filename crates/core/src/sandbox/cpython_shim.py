@@ -156,6 +156,18 @@ def _install(inputs):
     def Input(name, default=None):
         return inputs.get(name, default)
 
+    class Quitter:
+        # What site would install (the shim runs with -S): exit() and quit().
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
+
+        def __call__(self, code=None):
+            raise SystemExit(code)
+
+    builtins.exit, builtins.quit = Quitter("exit"), Quitter("quit")
     for n, f in (("external", external), ("Input", Input)):
         setattr(builtins, n, f)
         setattr(grail, n, f)
@@ -228,6 +240,7 @@ def _main():
     random.seed(start.get("seed", 0))
     sys.setrecursionlimit(max(50, int(start.get("max_recursion", 1000))) + 3)
     _install(start.get("inputs", {}))
+    sys.argv = [start["filename"]]
     out, err = _Log("<stdout>"), _Log("<stderr>")
     sys.stdout, sys.stderr = out, err
     result, error = _run(start)
