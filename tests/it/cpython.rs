@@ -155,3 +155,24 @@ fn cpython_behaves_as_cpython_where_rustpython_differs() {
     let s = f.run_inline("quit(3)\n");
     assert_eq!(s.error_kind.map(|k| k.as_str()), Some("exception"), "{:?}", s.error);
 }
+
+#[test]
+fn plain_io_sees_what_the_externals_wrote_and_keeps_it() {
+    let f = fixture(CPYTHON);
+    let code = r#"
+write_file("a.txt", "one\n")
+with open("a.txt", "a") as fh:
+    fh.write("two\n")
+edit_file("b.txt", [{"old_text": "beta", "new_text": "BETA"}])
+b = open("b.txt").read()
+delete_file("c.txt")
+import os
+[b, os.path.exists("c.txt")]
+"#;
+    let s = f.run_ok(code);
+    assert_eq!(s.result.clone().unwrap(), serde_json::json!(["BETA\n", false]));
+    f.cairn(&["accept", &s.id]).ok();
+    assert_eq!(f.read_str("a.txt").as_deref(), Some("one\ntwo\n"));
+    assert_eq!(f.read_str("b.txt").as_deref(), Some("BETA\n"));
+    assert_eq!(f.read_str("c.txt"), None);
+}

@@ -43,10 +43,11 @@ pub(super) fn run(start: &Start, host: &mut Host) -> Result<Outcome> {
         },
         _ => None,
     };
-    let ended = run.finish()?;
+    let mut ended = run.finish()?;
     let mut applied = Applied::default();
     let staged: Staged = changes.iter().map(|c| (c.path.as_str(), c.new.as_deref().map(|b| (b, c.new_mode.unwrap_or(0o644) & 0o777)))).collect();
-    host.apply_written(&ended.written, &staged, &mut crate::paths::IgnoreRules::new(&project.root), &mut applied)?;
+    let written = not_in_overlay(host, std::mem::take(&mut ended.written))?;
+    host.apply_written(&written, &staged, &mut crate::paths::IgnoreRules::new(&project.root), &mut applied)?;
     for s in &applied.skipped {
         let line = format!("cairn: a write to {} was left out of the proposal: {}", s.path, s.why);
         let _ = host.call("log", &[serde_json::Value::String(line)], &serde_json::Map::new());
@@ -71,6 +72,23 @@ fn unfinished(ended: &runbox::Outcome, limits: &crate::config::Sandbox, started:
         Exit::Signal(9) => Outcome::failed(ErrorKind::Memory, format!("exceeded max_memory_mb = {} (the script was killed)", limits.max_memory_mb), started),
         exit => Outcome::failed(ErrorKind::Crash, format!("the Python process {exit} before the script finished{}", if tail.is_empty() { String::new() } else { format!(": {tail}") }), started),
     }
+}
+
+/// What the script wrote, less what its writing externals already put in the overlay (the
+/// shim does their writes to the workspace too, so that plain reads see them).
+fn not_in_overlay(host: &Host, written: Vec<runbox::Written>) -> Result<Vec<runbox::Written>> {
+    let mut out = Vec::with_capacity(written.len());
+    for w in written {
+        let same = match (&w, host.view.overlay.get(w.path())?) {
+            (runbox::Written::File { content, mode, .. }, Some(Some((now, now_mode)))) => *content == now && mode & 0o777 == now_mode & 0o777,
+            (runbox::Written::Deleted { .. }, Some(None)) => true,
+            _ => false,
+        };
+        if !same {
+            out.push(w);
+        }
+    }
+    Ok(out)
 }
 
 /// The agent's proposal as it stands, staged as the workspace's layer.

@@ -18,6 +18,7 @@ import _thread, ast, builtins, io, json, os, site, types
 sys.path.extend(p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p) and p not in sys.path)
 
 _NAMES = __NAMES__
+_WRITING = ("write_file", "edit_file", "edit_lines", "delete_file", "move_file")
 _sock = os.dup(1)
 _null = os.open(os.devnull, os.O_RDWR)
 os.dup2(_null, 0)
@@ -102,9 +103,39 @@ def _in_coroutine(frame):
     return frame is not None and bool(frame.f_code.co_flags & _CO_COROUTINE)
 
 
+_ROOT = [""]
+
+
+def _arg(args, kwargs, i, key):
+    return _plain(args[i]) if len(args) > i else _plain(kwargs.get(key))
+
+
+def _mirror(name, args, kwargs):
+    """What a writing external did to the proposal, done to the workspace's files too, so
+    that plain reads see it and the capture does not undo it. Best effort."""
+    local = lambda p: os.path.join(_ROOT[0], p)
+    try:
+        if name == "write_file" or (name in ("edit_file", "edit_lines") and not _arg(args, kwargs, 2, "dry_run")):
+            path = _arg(args, kwargs, 0, "path")
+            text = _arg(args, kwargs, 1, "content") if name == "write_file" else _call("read_file", [path], {})
+            os.makedirs(os.path.dirname(local(path)) or ".", exist_ok=True)
+            with open(local(path), "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        elif name == "delete_file":
+            os.remove(local(_arg(args, kwargs, 0, "path")))
+        elif name == "move_file":
+            dst = local(_arg(args, kwargs, 1, "dst"))
+            os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+            os.replace(local(_arg(args, kwargs, 0, "src")), dst)
+    except Exception:
+        pass
+
+
 def _external(name):
     def f(*args, **kwargs):
         value = _call(name, args, kwargs)
+        if name in _WRITING:
+            _mirror(name, args, kwargs)
         caller = sys._getframe(1)
         if _next_op(caller) == "GET_AWAITABLE":
             return _Ready(value)
@@ -239,6 +270,7 @@ def _main():
     import random
     random.seed(start.get("seed", 0))
     sys.setrecursionlimit(max(50, int(start.get("max_recursion", 1000))) + 3)
+    _ROOT[0] = start.get("inputs", {}).get("project_root", "")
     _install(start.get("inputs", {}))
     sys.argv = [start["filename"]]
     out, err = _Log("<stdout>"), _Log("<stderr>")
