@@ -17,7 +17,6 @@ use crate::config::Llm;
 use crate::externals::External;
 use crate::error::{Error, Result};
 use crate::project::Project;
-use crate::sandbox::script;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
@@ -182,7 +181,7 @@ pub fn generate_code(project: &Project, task: &str) -> Result<String> {
     let mut messages = vec![Message::system(code_prompt(project)), Message::user(format!("Task: {task}"))];
     let mut code = strip_fences(&complete_with(cfg, &messages)?);
     for _ in 0..cfg.repair_attempts {
-        let diags = script::check(&code);
+        let diags = crate::sandbox::interpreter::check(&code, crate::sandbox::interpreter::choose(&code, &project.config.sandbox));
         if diags.is_empty() {
             break;
         }
