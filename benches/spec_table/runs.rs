@@ -38,6 +38,16 @@ pub fn all(c: &Ctx, rows: &mut Vec<Row>) {
         t
     });
     done(rows, Row::new("run_cold", "queue → reviewing, in-process, a fresh child instead (no zygote)", v, ""));
+    // The same path on CPython (`# cairn: interpreter=cpython`): the host's python3 in a
+    // confined run workspace, a one-file agent.
+    let cpython = "# cairn: interpreter=cpython\nwrite_file('bench_cpython.txt', 'x\\n')\n";
+    ids.push(pooled(c, &pool, cpython));
+    let v = sample(c.runs, || {
+        let (t, id) = time(|| pooled(c, &pool, cpython));
+        ids.push(id);
+        t
+    });
+    done(rows, Row::new("run_cpython", "queue → reviewing, in-process, a one-file agent on CPython (python3 in a confined run workspace)", v, "< 80 ms at 10k"));
     import_all(c, &pool, rows, &mut ids);
     run_workspace(c, &pool, rows, &mut ids);
     drop(pool);
