@@ -88,30 +88,34 @@ fn transform_parsed(source: &str) -> Result<String, Diagnostic> {
     Ok(out)
 }
 
-/// The pre-flight check: syntax, imports, calls to unknown or forbidden functions, the
-/// arguments of calls to externals.
+/// The pre-flight check: syntax, imports, unknown or forbidden calls, externals' arguments.
 pub fn check(source: &str) -> Vec<Diagnostic> {
-    depth::on_parse_stack(|| check_parsed(source))
+    checked(source, |body, bound| {
+        let bound = bound.iter().map(|n| policy::normalize(n)).collect();
+        let mut checker = Checker { source, bound, diags: Vec::new() };
+        checker.visit_body(body);
+        checker.diags
+    })
 }
 
-fn check_parsed(source: &str) -> Vec<Diagnostic> {
-    if let Some(d) = depth::diagnostic(source) {
-        return vec![d];
-    }
-    let parsed = match parser::parse_module(source) {
-        Ok(p) => p,
-        Err(e) => return vec![syntax_error(source, &e)],
-    };
-    let module = parsed.syntax();
-    let mut binder = Binder::default();
-    binder.visit_body(&module.body);
-    let bound = binder.names.iter().map(|n| policy::normalize(n)).collect();
-    let mut checker = Checker { source, bound, diags: Vec::new() };
-    checker.visit_body(&module.body);
-    // One finding per position: a call to a forbidden builtin is not also a "use" of it.
-    checker.diags.sort_by_key(|d| (d.line, d.col));
-    checker.diags.dedup_by(|a, b| a.line == b.line && a.col == b.col);
-    checker.diags
+/// Both checks' frame: nesting limits, the parse on its own stack, the bound names, `visit`,
+/// one finding per position (a call to a forbidden builtin is not also a "use" of it).
+pub(crate) fn checked(source: &str, visit: impl FnOnce(&[ast::Stmt], HashSet<String>) -> Vec<Diagnostic> + Send) -> Vec<Diagnostic> {
+    depth::on_parse_stack(|| {
+        if let Some(d) = depth::diagnostic(source) {
+            return vec![d];
+        }
+        let parsed = match parser::parse_module(source) {
+            Ok(p) => p,
+            Err(e) => return vec![syntax_error(source, &e)],
+        };
+        let (module, mut binder) = (parsed.syntax(), Binder::default());
+        binder.visit_body(&module.body);
+        let mut diags = visit(&module.body, binder.names);
+        diags.sort_by_key(|d| (d.line, d.col));
+        diags.dedup_by(|a, b| a.line == b.line && a.col == b.col);
+        diags
+    })
 }
 
 /// Collects every name the script binds anywhere (a deliberate over-approximation of scopes).
