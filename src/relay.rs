@@ -37,7 +37,7 @@ fn hunk_command(project: &Project, id: &str, asked: &Asked) -> Option<(Command, 
     let files = cairn_core::review::file_hunks(project, id).ok()?;
     let fh = files.into_iter().find(|f| f.path == rel)?;
     let hunk = hunk_at_new_line(&fh.hunks, line)?.clone();
-    let shown: String = cairn_core::display::escape(&rel).chars().take(40).collect();
+    let shown: String = cairn_core::display::escape_line(&rel).chars().take(40).collect();
     let what = format!("{} the hunk at {shown}:{line} of", asked.action.trim_end_matches("_hunk"));
     let cmd = match asked.action.as_str() {
         "accept_hunk" => Command::AcceptHunk { id: id.to_string(), path: rel, hunk, force: false },
@@ -137,7 +137,8 @@ fn ask(project: &Project, id: &str, first: &str) -> bool {
     let code = code();
     let _ = tmux(&["set-option", "-p", "-t", &pane, "@cairn-answer", ""]);
     // Short enough for an 80-column client: tmux cuts a longer prompt.
-    let prompt = format!("cairn preview: {what} {id}? type {code} and Enter: ");
+    // tmux expands formats in both: what came from the view is made literal.
+    let prompt = cairn_core::display::tmux_literal(&format!("cairn preview: {what} {id}? type {code} and Enter: "));
     let answer = format!("set-option -p -t {pane} @cairn-answer '%%'");
     // Blocks until the user answers or dismisses it.
     let _ = tmux(&["command-prompt", "-t", &client, "-p", &prompt, &answer]);
@@ -153,6 +154,6 @@ fn ask(project: &Project, id: &str, first: &str) -> bool {
         }
     };
     tracing::info!(agent = id, "{message}");
-    let _ = tmux(&["display-message", "-c", &client, &message]);
+    let _ = tmux(&["display-message", "-c", &client, &cairn_core::display::tmux_literal(&message)]);
     confirmed
 }

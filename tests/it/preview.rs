@@ -281,3 +281,29 @@ fn a_hunk_accept_asked_in_the_preview_lands_the_hunk_at_that_line_once_confirmed
     keys(&t, &["exit", "Enter"]);
     t.wait_for("PREVIEW-EXIT=0");
 }
+
+/// What tmux shows comes from the view (a file name the agent chose): it is shown as it is,
+/// never expanded as a tmux format (`#(cmd)` would run `cmd` on the host, `#{…}` read tmux).
+#[test]
+fn a_file_name_asked_from_the_preview_is_shown_literally_in_the_tmux_prompt() {
+    let name = "q#{pane_id}#(echo X).txt";
+    let f = Fixture::with_files(&[(name, "one\n")]);
+    let s = f.run_ok(&format!("write_file({name:?}, 'agent one\\n')"));
+    let t = Tmux::new();
+    open(&f, &t, "SHELL=/bin/sh", &format!("{} --shell", s.id));
+    let mut client = Client::attach(&f, &t);
+    keys(&t, &["echo READY-$((2+3))", "Enter"]);
+    t.wait_for("READY-5");
+    let file = f.root.join(name);
+    // Quoted for the pane's shell and for printf: `#`, `{`, `(` are literal in both.
+    let ask = format!(r#"printf '\033]5379;{{"action":"accept_hunk","file":"{}","line":1}}\007'"#, file.display());
+    client.ask_until_prompt(1, || keys(&t, &[&ask, "Enter"]));
+    client.code(0);
+    let drawn = client.drawn();
+    assert!(drawn.contains(&format!("accept the hunk at {name}:1")), "the name is shown as it is: {drawn}");
+    client.type_keys("\x1b");
+    wait_until(30, "the refusal", || client.drawn().contains("not confirmed"));
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
+    keys(&t, &["exit", "Enter"]);
+    t.wait_for("PREVIEW-EXIT=0");
+}
