@@ -143,3 +143,43 @@ fn claude_codes_tui_works_under_wrap_in_tmux() {
     assert_eq!(headers, ["diff --git a/src/app.py b/src/app.py"], "{diff}");
     assert!(diff.contains("+    return a + b"), "{diff}");
 }
+
+/// What the agent prints reaches the user's terminal filtered the way a terminal reads it: a
+/// clipboard write hidden behind an allowed title (cut by ESC, CAN, or an 8-bit OSC
+/// introducer) never sets tmux's clipboard, which the same bytes printed outside do.
+#[test]
+fn a_clipboard_write_hidden_in_an_allowed_sequence_never_reaches_the_terminal() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let t = Tmux::new();
+    t.cmd(&["new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh"]);
+    t.cmd(&["set-option", "-g", "set-clipboard", "on"]);
+    let b64 = |s: &str| base64_of(s.as_bytes());
+    // The control: printed by the pane's own shell, it lands in tmux's buffers.
+    let control = format!(r"printf '\033]52;c;{}\007'; echo CONTROL-$((1+1))", b64("CONTROL"));
+    t.cmd(&["send-keys", "-t", "t", &control, "Enter"]);
+    t.wait_for("CONTROL-2");
+    wait_until(30, "the control reached tmux's clipboard", || t.cmd(&["list-buffers"]).contains("CONTROL"));
+    let script = format!(
+        "printf 'A\\033]0;t\\033]52;c;{}\\007'\nprintf 'B\\033]2;t\\030\\033]52;c;{}\\007'\nprintf 'C\\302\\23552;c;{}\\007'\nprintf 'D\\23552;c;{}\\007'\necho AGENT-$((2+2))\n",
+        b64("LEAKESC"), b64("LEAKCAN"), b64("LEAKC1UTF8"), b64("LEAKC1RAW")
+    );
+    f.write("agent.sh", &script);
+    let line = cairn_line(&f, "wrap -- sh agent.sh; echo WRAP-EXIT=$?");
+    t.cmd(&["send-keys", "-t", "t", &line, "Enter"]);
+    t.wait_for("WRAP-EXIT=0");
+    assert!(t.pane().contains("AGENT-4"), "{}", t.pane());
+    let buffers = t.cmd(&["list-buffers"]);
+    assert!(!buffers.contains("LEAK"), "a clipboard write got through: {buffers}");
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= chunk.len() { ABC[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
+        }
+    }
+    out
+}

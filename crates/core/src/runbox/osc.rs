@@ -9,6 +9,11 @@
 //! `ESC ] 5379 ; PAYLOAD` is taken out as a *request* (a preview's Neovim asking for
 //! `:CairnAccept`, see `workspace.rs`): only a question, which whoever takes it must confirm
 //! with the user on a channel the command cannot reach. Sequences may span reads.
+//!
+//! A string ends where a terminal ends it: at BEL (an OSC) or ST, and also at an ESC that
+//! begins anything else (the new sequence is then filtered on its own: `ESC ]0;t ESC ]52;…`
+//! passes the title and drops the rest) or at CAN and SUB. The 8-bit introducers (raw, or
+//! UTF-8-encoded as U+0090, U+0098, U+009D-U+009F) are read as their `ESC` forms.
 
 /// OSC numbers passed to the terminal.
 const OSC_PASSED: &[u32] = &[0, 1, 2, 4, 7, 8, 9, 10, 11, 12, 104, 110, 111, 112, 133, 777];
@@ -48,6 +53,38 @@ pub struct OscFilter {
     osc: bool,
     payload: Vec<u8>,
     too_long: bool,
+    /// In text: a 0xC2 held (it may encode an 8-bit introducer)...
+    lead_c2: bool,
+    /// ...and how many UTF-8 continuation bytes the last lead byte still expects.
+    cont: u8,
+}
+
+/// The `ESC` form of an 8-bit string introducer: DCS, SOS, OSC, PM, APC.
+fn c1_introducer(b: u8) -> Option<u8> {
+    match b {
+        0x90 => Some(b'P'),
+        0x98 => Some(b'X'),
+        0x9d => Some(b']'),
+        0x9e => Some(b'^'),
+        0x9f => Some(b'_'),
+        _ => None,
+    }
+}
+
+/// One byte read as UTF-8 (see [`OscFilter::utf8`]).
+enum Utf8 {
+    /// A 0xC2, held.
+    Held,
+    One(u8),
+    /// The held 0xC2 and this byte: one character.
+    Pair(u8),
+    /// An 8-bit control (C1): raw, or encoded as U+0080 to U+009F.
+    Control(u8),
+}
+
+/// CAN and SUB: a terminal abandons the string it is in.
+fn aborts(b: u8) -> bool {
+    b == 0x18 || b == 0x1a
 }
 
 impl OscFilter {
@@ -55,11 +92,53 @@ impl OscFilter {
     pub fn pass(&mut self, input: &[u8], out: &mut Vec<u8>, asked: &mut Vec<Vec<u8>>) {
         for &b in input {
             match self.state {
-                State::Text if b == 0x1b => self.state = State::Esc,
-                State::Text => out.push(b),
+                State::Text => self.text_byte(b, out),
                 State::Esc => self.after_esc(b, out),
                 State::Head { dcs } => self.head_byte(b, dcs, out),
                 State::Passing | State::Dropping | State::Request => self.string_byte(b, out, asked),
+            }
+        }
+    }
+
+    /// Reads `b` as UTF-8, telling text from 8-bit controls (a terminal may act on either
+    /// form). A 0xC2 is held until the next byte says which it begins; one that begins
+    /// nothing is invalid, and dropped.
+    fn utf8(&mut self, b: u8) -> Utf8 {
+        let continuation = (0x80..0xc0).contains(&b);
+        if std::mem::take(&mut self.lead_c2) && continuation {
+            return if b < 0xa0 { Utf8::Control(b) } else { Utf8::Pair(b) };
+        }
+        if continuation {
+            if self.cont > 0 {
+                self.cont -= 1;
+                return Utf8::One(b);
+            }
+            return if b < 0xa0 { Utf8::Control(b) } else { Utf8::One(b) };
+        }
+        self.cont = match b {
+            0xc2 => {
+                self.lead_c2 = true;
+                return Utf8::Held;
+            }
+            0xc0..=0xdf => 1,
+            0xe0..=0xef => 2,
+            0xf0..=0xf7 => 3,
+            _ => 0,
+        };
+        Utf8::One(b)
+    }
+
+    fn text_byte(&mut self, b: u8, out: &mut Vec<u8>) {
+        match self.utf8(b) {
+            Utf8::Held => {}
+            Utf8::One(0x1b) => self.state = State::Esc,
+            Utf8::One(b) => out.push(b),
+            Utf8::Pair(b) => out.extend_from_slice(&[0xc2, b]),
+            // An 8-bit introducer is read as its ESC form; other 8-bit controls are dropped.
+            Utf8::Control(c) => {
+                if let Some(intro) = c1_introducer(c) {
+                    self.after_esc(intro, out);
+                }
             }
         }
     }
@@ -77,17 +156,26 @@ impl OscFilter {
             // A second ESC: the first stands alone, the second may begin a string.
             0x1b => {
                 out.push(0x1b);
-                return;
+                State::Esc
             }
+            // ST with no string open ends nothing.
+            b'\\' => State::Text,
             _ => {
                 out.extend_from_slice(&[0x1b, b]);
                 State::Text
             }
         };
-        self.held.extend_from_slice(&[0x1b, b]);
+        if self.state != State::Text && self.state != State::Esc {
+            self.held.extend_from_slice(&[0x1b, b]);
+        }
     }
 
     fn head_byte(&mut self, b: u8, dcs: bool, out: &mut Vec<u8>) {
+        if aborts(b) {
+            self.held.clear();
+            self.state = State::Text;
+            return;
+        }
         self.held.push(b);
         let head = &self.held[2..];
         let ends = b == 0x07 || b == 0x1b;
@@ -126,29 +214,61 @@ impl OscFilter {
     }
 
     fn string_byte(&mut self, b: u8, out: &mut Vec<u8>, asked: &mut Vec<Vec<u8>>) {
-        let end = (b == 0x07 && self.osc) || (self.esc && b == b'\\');
-        self.esc = b == 0x1b;
-        match self.state {
-            State::Passing => out.push(b),
-            State::Request if !end => {
-                if self.payload.len() >= MAX_REQUEST {
-                    self.too_long = true;
-                } else {
-                    self.payload.push(b);
-                }
+        if std::mem::take(&mut self.esc) {
+            // ST ends the string; an ESC before anything else ends it too, and begins anew.
+            self.finish(out, asked, b == b'\\');
+            match b {
+                b'\\' => {}
+                // This ESC ended the string; the next one begins a sequence.
+                0x1b => self.state = State::Esc,
+                _ => self.after_esc(b, out),
             }
+            return;
+        }
+        match b {
+            0x1b => return self.esc = true,
+            0x07 if self.osc => {
+                if self.state == State::Passing {
+                    out.push(0x07);
+                    self.state = State::Text;
+                    return;
+                }
+                return self.finish(out, asked, true);
+            }
+            _ if aborts(b) => return self.finish(out, asked, false),
             _ => {}
         }
-        if end {
-            if self.state == State::Request && !self.too_long {
-                // The ESC of an `ESC \` ending was kept: drop it.
-                if self.payload.last() == Some(&0x1b) {
-                    self.payload.pop();
+        let bytes = match self.utf8(b) {
+            Utf8::Held => return,
+            Utf8::One(b) => vec![b],
+            Utf8::Pair(b) => vec![0xc2, b],
+            // 8-bit ST ends the string, an 8-bit introducer begins another, as ESC forms do.
+            Utf8::Control(0x9c) => return self.finish(out, asked, true),
+            Utf8::Control(c) => {
+                if let Some(intro) = c1_introducer(c) {
+                    self.finish(out, asked, false);
+                    self.after_esc(intro, out);
                 }
-                asked.push(std::mem::take(&mut self.payload));
+                return;
             }
-            self.state = State::Text;
+        };
+        match self.state {
+            State::Passing => out.extend_from_slice(&bytes),
+            State::Request if self.payload.len() + bytes.len() > MAX_REQUEST => self.too_long = true,
+            State::Request => self.payload.extend_from_slice(&bytes),
+            _ => {}
         }
+    }
+
+    /// Ends the string: a passed one with ST (however it ended), a request taken only when
+    /// `whole` (ended by its terminator, not cut short).
+    fn finish(&mut self, out: &mut Vec<u8>, asked: &mut Vec<Vec<u8>>, whole: bool) {
+        match self.state {
+            State::Passing => out.extend_from_slice(b"\x1b\\"),
+            State::Request if whole && !self.too_long => asked.push(std::mem::take(&mut self.payload)),
+            _ => {}
+        }
+        self.state = State::Text;
     }
 }
 
@@ -191,6 +311,30 @@ mod tests {
             let (out, asked) = filtered(input, split);
             assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&want), "split every {split}");
             assert!(asked.is_empty());
+        }
+    }
+
+    /// A terminal ends a string at an ESC that begins anything but ST, and at CAN or SUB;
+    /// 8-bit introducers (raw or UTF-8-encoded) begin strings as their ESC forms do.
+    #[test]
+    fn strings_end_where_a_terminal_ends_them() {
+        let input: &[u8] = b"1\x1b]0;t\x1b]52;c;eA==\x072\x1b]2;t\x18\x1b]52;c;eA==\x073\x1b]52;c;x\x1b]0;u\x074\x1b]5379;{}\x1b]0;v\x075\xc2\x9d52;c;eA==\x076\x9d52;c;eA==\x077\x1b]0;w\x9c\x9d52;c;x\x078\x1bPtmux;\x18\x1b]52;c;x\x079 caf\xc3\xa9 \xc5\x9d \xc2\xa9\x1b]0;\xc5\x9d\x07";
+        let want: Vec<u8> = [
+            &b"1\x1b]0;t\x1b\\"[..],
+            b"2\x1b]2;t\x1b\\",
+            b"3\x1b]0;u\x07",
+            b"4\x1b]0;v\x07",
+            b"5",
+            b"6",
+            b"7\x1b]0;w\x1b\\",
+            b"8",
+            b"9 caf\xc3\xa9 \xc5\x9d \xc2\xa9\x1b]0;\xc5\x9d\x07",
+        ]
+        .concat();
+        for split in 1..input.len() {
+            let (out, asked) = filtered(input, split);
+            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&want), "split every {split}");
+            assert!(asked.is_empty(), "a request cut short is no request");
         }
     }
 }
