@@ -14,9 +14,12 @@ use std::process::{Command, Stdio};
 
 const PROBE: &str = include_str!("../hostile/wrap_probe.py");
 const SECRET_ENV: [(&str, &str); 3] = [("GITHUB_TOKEN", "ghp_PLANTEDSECRET1"), ("AWS_SECRET_ACCESS_KEY", "AKIAPLANTEDSECRET2"), ("DATABASE_PASSWORD", "PLANTEDSECRET3")];
-const CREDENTIALS: [&str; 14] = [
+/// Also the agent CLIs' own credentials (another command than theirs never sees them), git's
+/// XDG store, cargo's configuration (registry tokens), caches that hold tokens.
+const CREDENTIALS: [&str; 19] = [
     ".ssh/id_rsa", ".git-credentials", ".npmrc", ".pypirc", ".cargo/credentials.toml", ".config/gh/hosts.yml", ".bash_history", ".local/share/keyrings/login.keyring",
     ".vault-token", ".terraform.d/credentials.tfrc.json", ".azure/accessTokens.json", ".m2/settings.xml", ".config/rclone/rclone.conf", ".aws/credentials",
+    ".config/git/credentials", ".cargo/config.toml", ".claude/.credentials.json", ".codex/auth.json", ".cache/huggingface/token",
 ];
 const PLANT: [(&str, &str); 4] = [(".claude/settings.json", "{\"hooks\": \"PLANTED\"}\n"), (".codex/config.toml", "[mcp_servers.x]\ncommand = \"PLANTED\"\n"), (".bashrc", "PLANTED\n"), (".cache/node/corepack/pnpm", "PLANTED\n")];
 
@@ -139,9 +142,9 @@ fn probe_as(f: &Fixture, s: &Setup, network: &str, via_shell: bool, wrap: impl F
             }
         }
     }
-    // The planted configuration is in the CLI's own layer, not in the home.
+    // The other CLIs' state was never this command's: what it planted there is in no layer.
     let state = f.cairn(&["wrap", "state", "diff", "python3"]);
-    assert!(state.stdout.contains(".claude/settings.json") && state.stdout.contains("PLANTED"), "{state:?}");
+    assert!(!state.stdout.contains(".claude") && !state.stdout.contains("PLANTED"), "{state:?}");
 }
 
 fn probe_fixture() -> Fixture {
@@ -211,36 +214,45 @@ fn a_hostile_agent_under_wrap_reaches_nothing_as_an_ordinary_user() {
 }
 
 /// The CLI's state is its own layer: kept across sessions, shown against the real home,
-/// applied to it only when asked (then dropped), or dropped.
+/// applied to it only when asked (then dropped), or dropped; another command never sees it.
 #[test]
 fn agent_state_is_copy_on_write_kept_shown_applied_and_reset() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join(".claude")).unwrap();
     std::fs::write(home.path().join(".claude/settings.json"), "{\"real\": true}\n").unwrap();
-    let wrap = |script: &str| {
-        let out = f.cmd().args(["wrap", "--", "sh", "-c", script]).env("HOME", home.path()).stdin(Stdio::null()).output().unwrap();
+    // A command named `claude` (its state is `.claude` and `.claude.json`).
+    let bin = tempfile::tempdir().unwrap();
+    let claude = bin.path().join("claude");
+    std::fs::write(&claude, "#!/bin/sh\nexec /bin/sh -c \"$1\"\n").unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = |argv: &[&std::ffi::OsStr]| {
+        let out = f.cmd().arg("wrap").arg("--").args(argv).env("HOME", home.path()).stdin(Stdio::null()).output().unwrap();
         let r = Run::from(out);
         assert_eq!(r.code, 0, "{r:?}");
         r.stdout
     };
+    let wrap = |script: &str| run(&[claude.as_os_str(), script.as_ref()]);
     wrap("echo '{\"planted\": 1}' > ~/.claude/settings.json; echo '{\"login\": 1}' > ~/.claude.json; echo scratch > ~/.profile");
     assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(), "{\"real\": true}\n", "the real home changed");
     assert!(!home.path().join(".claude.json").exists() && !home.path().join(".profile").exists());
     // The next session of the same CLI sees its own state; scratch elsewhere is gone.
     let seen = wrap("cat ~/.claude/settings.json ~/.claude.json; cat ~/.profile 2>/dev/null || echo no-profile");
     assert_eq!(seen, "{\"planted\": 1}\n{\"login\": 1}\nno-profile\n");
+    // Another command sees none of it, nor the real state: it is claude's alone.
+    let other = run(&["sh".as_ref(), "-c".as_ref(), "cat ~/.claude/settings.json ~/.claude.json 2>/dev/null || echo hidden".as_ref()]);
+    assert_eq!(other, "hidden\n");
     let cairn = |args: &[&str]| Run::from(f.cmd().args(args).env("HOME", home.path()).output().unwrap());
-    let diff = cairn(&["wrap", "state", "diff", "sh"]);
+    let diff = cairn(&["wrap", "state", "diff", "claude"]);
     assert!(diff.stdout.contains("M ~/.claude/settings.json") && diff.stdout.contains("A ~/.claude.json") && diff.stdout.contains("+{\"planted\": 1}"), "{diff:?}");
-    assert!(cairn(&["wrap", "state", "list"]).stdout.contains("sh"));
-    let applied = cairn(&["wrap", "state", "apply", "sh"]);
+    assert!(cairn(&["wrap", "state", "list"]).stdout.contains("claude"));
+    let applied = cairn(&["wrap", "state", "apply", "claude"]);
     assert_eq!(applied.code, 0, "{applied:?}");
     assert_eq!(std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(), "{\"planted\": 1}\n");
     assert_eq!(std::fs::read_to_string(home.path().join(".claude.json")).unwrap(), "{\"login\": 1}\n");
-    assert!(!cairn(&["wrap", "state", "list"]).stdout.contains("sh"), "applied, the layer is dropped");
+    assert!(!cairn(&["wrap", "state", "list"]).stdout.contains("claude"), "applied, the layer is dropped");
     wrap("echo again > ~/.claude/settings.json");
-    assert_eq!(cairn(&["wrap", "state", "reset", "sh"]).code, 0);
+    assert_eq!(cairn(&["wrap", "state", "reset", "claude"]).code, 0);
     assert_eq!(wrap("cat ~/.claude/settings.json"), "{\"planted\": 1}\n", "reset: the real home shows again");
     assert_ne!(cairn(&["wrap", "state", "diff", "nosuch"]).code, 0);
 }

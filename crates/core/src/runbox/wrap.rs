@@ -174,17 +174,18 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
     let mut hidden_files: Vec<PathBuf> = super::HIDDEN_FILES.iter().map(PathBuf::from).collect();
     hidden_files.extend(files);
     // The command's own installation, and what the user listed.
-    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env, &req.home);
+    let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
+    let at = Where { home: &req.home, cwd: &cwd, project: &project.root };
+    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env, &at);
     // `sh -c 'claude --flag'` (how :CairnWrap starts a command line): the program the script
     // starts is readable too.
-    let script = script_program(&req.argv).map(|p| installation(&p, &req.env, &req.home)).unwrap_or_default();
+    let script = script_program(&req.argv).map(|p| installation(&p, &req.env, &at)).unwrap_or_default();
     // Each path once: one listed in `[wrap] read_paths` may be the installation too.
     for p in script.into_iter().chain(req.read_paths.iter().cloned()) {
         if !read_paths.contains(&p) {
             read_paths.push(p);
         }
     }
-    let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
     let read_only = [".git", ".jj", ".cairn.toml"].iter().map(|p| project.root.join(p)).collect();
     Ok(Spec {
         parent_pid: std::process::id() as i32,
@@ -213,11 +214,18 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
 /// really lives, and, for a script, where its interpreter does (`#!/usr/bin/env node` →
 /// node's). Each is the installation's root: the directory above a `bin/`, or an npm
 /// package's directory; nothing under the system directories (already visible).
-fn installation(name: &str, env: &[(String, String)], home: &Path) -> Vec<PathBuf> {
+/// Where a command runs: what decides how much of its installation is shown.
+struct Where<'a> {
+    home: &'a Path,
+    cwd: &'a Path,
+    project: &'a Path,
+}
+
+fn installation(name: &str, env: &[(String, String)], at: &Where) -> Vec<PathBuf> {
     let path = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
     let lookup = |n: &str| -> Option<PathBuf> {
         if n.contains('/') {
-            return Some(PathBuf::from(n));
+            return Some(at.cwd.join(n));
         }
         path.split(':').map(|d| Path::new(d).join(n)).find(|p| p.is_file())
     };
@@ -226,9 +234,11 @@ fn installation(name: &str, env: &[(String, String)], home: &Path) -> Vec<PathBu
     while let Some(found) = todo.pop() {
         // The link itself may sit in another installation's `bin/` (npm's shims).
         for p in [Some(found.clone()), std::fs::canonicalize(&found).ok()].into_iter().flatten() {
-            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, home)) {
-                // Never a system directory, nor what holds one (`/bin/sh`'s "installation" is `/`).
-                if !out.contains(&root) && !super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(&root)) {
+            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, at)) {
+                // Never a system directory, nor what holds one (`/bin/sh`'s "installation" is
+                // `/`), nor the project (its view shows it).
+                let system = super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(&root));
+                if !out.contains(&root) && !system && !root.starts_with(at.project) {
                     out.push(root);
                 }
             }
@@ -281,11 +291,15 @@ fn install_root(p: &Path) -> Option<PathBuf> {
 }
 
 /// An installation root that would show the home, or a directory right under it that
-/// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), is
+/// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), or
+/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), is
 /// narrowed to the program's own file.
-fn narrowed(root: PathBuf, program: &Path, home: &Path) -> PathBuf {
-    let broad = home.starts_with(&root) || root.parent() == Some(home);
-    if broad && home.as_os_str().len() > 1 {
+fn narrowed(root: PathBuf, program: &Path, at: &Where) -> PathBuf {
+    let home = at.home;
+    let broad = (home.as_os_str().len() > 1 && (home.starts_with(&root) || root.parent() == Some(home)))
+        || at.project.starts_with(&root)
+        || root.parent().is_none_or(|p| p == Path::new("/"));
+    if broad {
         program.to_path_buf()
     } else {
         root

@@ -150,12 +150,12 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     // `sh -c 'claude --flags'`); a script of several commands keeps the shell's.
     let one_command = runbox::wrap::shell_script(&opts.argv).is_some_and(|s| !s.contains(|c| matches!(c, ';' | '|' | '&' | '<' | '>' | '\n' | '`' | '$')));
     let program = runbox::wrap::script_program(&opts.argv).filter(|_| one_command).unwrap_or_else(|| opts.argv[0].clone());
-    let layer = state_layer(project, &program);
+    let layer = state::state_layer(project, &program);
     let hide = expand(&w.hide);
     let read_paths = expand(&w.read_paths);
     let mut shown = w.home.clone();
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
-    let home_plan = runbox::home_plan(&home, &shown, &w.state, &hide, &layer);
+    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &w.state), &hide, &layer);
     let mut env = env::allowed(&project.env.0, &w.env);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
@@ -171,15 +171,6 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
 
 fn dup(fd: &std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd> {
     fd.try_clone().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))
-}
-
-/// The copy-on-write layer of an agent CLI's state: one per command name (`claude`,
-/// `codex`, ...), kept across sessions under `$CAIRN_HOME/wrap-state/`.
-pub fn state_layer(project: &Project, program: &str) -> PathBuf {
-    let base = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let name: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
-    let name = if name.is_empty() || name.starts_with('.') { format!("_{name}") } else { name };
-    project.home.dir.join("wrap-state").join(name)
 }
 
 /// A running session's review loop.
@@ -270,7 +261,12 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
 /// Completes every wrap session whose `cairn wrap` died: what its layer holds joins the
 /// proposal, which goes to `reviewing`. Returns the agents recovered.
 pub fn recover(project: &Project) -> Result<Vec<String>> {
-    let orphans = project.bin()?.wrap_orphans(&worker_alive)?;
+    recover_in(project, &project.bin()?)
+}
+
+/// [`recover`], looking for orphans through `bin` (a connection the caller holds).
+pub fn recover_in(project: &Project, bin: &crate::store::bin::Bin) -> Result<Vec<String>> {
+    let orphans = bin.wrap_orphans(&worker_alive)?;
     for id in &orphans {
         if project.bin()?.get(id)?.state != State::Executing {
             // Its turn was under review (or decided) when `cairn wrap` died: the session is over,

@@ -8,6 +8,32 @@ use crate::project::Project;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
+/// The `[wrap] state` entries command `program` sees: its own (`claude:.claude` for
+/// `claude`), and those without a command. Another CLI's state (its credentials) is hidden.
+pub(super) fn state_of(program: &str, entries: &[String]) -> Vec<String> {
+    let name = state_name(program);
+    entries
+        .iter()
+        .filter_map(|e| match e.split_once(':') {
+            Some((cli, path)) if !cli.contains('/') => (cli == name).then(|| path.to_string()),
+            _ => Some(e.clone()),
+        })
+        .collect()
+}
+
+/// The copy-on-write layer of an agent CLI's state: one per command name (`claude`,
+/// `codex`, ...), kept across sessions under `$CAIRN_HOME/wrap-state/`.
+pub fn state_layer(project: &Project, program: &str) -> PathBuf {
+    project.home.dir.join("wrap-state").join(state_name(program))
+}
+
+/// A command's name as its state layer is named (`/usr/bin/claude` → `claude`).
+fn state_name(program: &str) -> String {
+    let base = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    if name.is_empty() || name.starts_with('.') { format!("_{name}") } else { name }
+}
+
 /// One path the layer changes, relative to the home.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Change {
@@ -26,7 +52,7 @@ pub fn list(project: &Project) -> Vec<String> {
 }
 
 fn layer(project: &Project, name: &str) -> Result<PathBuf> {
-    let dir = super::state_layer(project, name);
+    let dir = state_layer(project, name);
     if !dir.is_dir() {
         return Err(Error::Usage(format!("no wrap state named {name:?} (there are: {})", list(project).join(", "))));
     }
