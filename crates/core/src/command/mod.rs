@@ -159,8 +159,13 @@ pub fn execute_check(file: &std::path::Path, interpreter: Option<crate::sandbox:
 /// A wrap session whose `cairn wrap` died is completed first (what it wrote is kept, for
 /// review), so that every command naming an agent sees it whole.
 pub fn resolve(project: &Project, prefix: &str) -> Result<String> {
-    crate::wrap::recover(project)?;
-    project.bin()?.resolve(prefix)
+    resolve_in(project, &project.bin()?, prefix)
+}
+
+/// [`resolve`] through `bin`, a connection the caller holds.
+fn resolve_in(project: &Project, bin: &crate::store::bin::Bin, prefix: &str) -> Result<String> {
+    crate::wrap::recover_in(project, bin)?;
+    bin.resolve(prefix)
 }
 
 /// `cairn run`: one agent now, in this process; `interpreter` is `--interpreter`.
@@ -210,7 +215,7 @@ pub fn execute(project: &Project, cmd: Command) -> Result<Output> {
         Command::Accept { id, force } => {
             // One connection to bin.db for the whole accept.
             let mut bin = project.bin()?;
-            let id = resolve(project, &id)?;
+            let id = resolve_in(project, &bin, &id)?;
             // A task's checks gate its agent's accept; accepting closes the task.
             crate::tasks::gate_accept(&bin, &project.actor, &id, force)?;
             let accepted = with_jj(project, &id, review::accept(project, &mut bin, &id, force))?;

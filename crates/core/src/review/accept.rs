@@ -66,8 +66,9 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     let changed = super::diff::changes_from(project, &overlay, &rec, &agent)?;
     drop(agent);
     phases.mark("reviewed");
+    // What is at each path now (a link, a FIFO) is looked at while the files are prepared.
     for c in &changed {
-        refuse_unsafe_path(project, &c.path)?;
+        refuse_unsafe_name(project, &c.path)?;
     }
     let conflicts: Vec<&super::FileChange> = changed.iter().filter(|c| c.conflicted()).collect();
     if !conflicts.is_empty() && !force {
@@ -108,26 +109,23 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
 }
 
 /// Accept writes only normalized paths outside the never-mirrored and protected ones, whatever
-/// an overlay holds (it may come from an older cairn, or be tampered with).
+/// an overlay holds (it may come from an older cairn, or be tampered with), and only over a
+/// regular file (or nothing).
 pub(crate) fn refuse_unsafe_path(project: &Project, rel: &str) -> Result<()> {
+    refuse_unsafe_name(project, rel)?;
+    match fsx::stat_nofollow(&project.root, rel)?.and_then(|st| super::prepare::not_a_file(st.st_mode)) {
+        Some(what) => Err(Error::NotAFile { path: rel.to_string(), what }),
+        None => Ok(()),
+    }
+}
+
+/// The part of [`refuse_unsafe_path`] that looks at the name alone.
+fn refuse_unsafe_name(project: &Project, rel: &str) -> Result<()> {
     if let Some(rule) = crate::paths::protected(rel) {
         return Err(Error::ProtectedPath { path: rel.to_string(), rule });
     }
     if crate::paths::normalize(rel, &project.root)? != rel || crate::paths::has_skipped_component(rel) {
         return Err(Error::InvalidPath(rel.to_string()));
-    }
-    if let Some(st) = fsx::stat_nofollow(&project.root, rel)? {
-        use rustix::fs::FileType;
-        let what = match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile | FileType::Directory => None,
-            FileType::Symlink => Some("a symbolic link"),
-            FileType::Fifo => Some("a FIFO"),
-            FileType::Socket => Some("a socket"),
-            _ => Some("a device"),
-        };
-        if let Some(what) = what {
-            return Err(Error::NotAFile { path: rel.to_string(), what });
-        }
     }
     Ok(())
 }

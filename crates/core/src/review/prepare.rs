@@ -25,10 +25,15 @@ fn check_writable_in(project: &Project, rel: &str, dirs: &mut fsx::DirCache) -> 
             if rustix::fs::accessat(dir, ".", rustix::fs::Access::WRITE_OK, rustix::fs::AtFlags::empty()).is_err() {
                 return Err(denied("its directory is not writable"));
             }
-            match rustix::fs::statat(dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Err(denied("a directory is at that path")),
-                _ => Ok(Some(dir.try_clone().map_err(|e| Error::io(project.root.join(rel), e))?)),
+            // Nor is anything but a regular file replaced (a link, a FIFO, a device).
+            let st = rustix::fs::statat(dir, crate::paths::file_name(rel), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
+            if st.is_some_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory) {
+                return Err(denied("a directory is at that path"));
             }
+            if let Some(what) = st.and_then(|st| not_a_file(st.st_mode)) {
+                return Err(Error::NotAFile { path: rel.to_string(), what });
+            }
+            Ok(Some(dir.try_clone().map_err(|e| Error::io(project.root.join(rel), e))?))
         }
         // Missing directories are created, but none of the existing ancestors may be a link
         // or a file (an absent parent may be one of those too: say which ancestor, and how).
@@ -37,6 +42,19 @@ fn check_writable_in(project: &Project, rel: &str, dirs: &mut fsx::DirCache) -> 
             None => Ok(None),
         },
         Err(_) => Err(blocking_ancestor(project, rel, false).unwrap_or_else(|| Error::InvalidPath(rel.to_string()))),
+    }
+}
+
+/// What an entry of mode `st_mode` is, when accept must not write over it (a directory is
+/// refused on its own terms).
+pub(crate) fn not_a_file(st_mode: u32) -> Option<&'static str> {
+    use rustix::fs::FileType;
+    match FileType::from_raw_mode(st_mode) {
+        FileType::RegularFile | FileType::Directory => None,
+        FileType::Symlink => Some("a symbolic link"),
+        FileType::Fifo => Some("a FIFO"),
+        FileType::Socket => Some("a socket"),
+        _ => Some("a device"),
     }
 }
 

@@ -24,58 +24,78 @@ fn open_root(root: &Path) -> Result<OwnedFd> {
 /// Opens the directory `rel` (relative, `/`-separated, already normalized) under `root`,
 /// refusing symlinks on the way. With `create`, missing directories are made (mode 0755).
 pub fn open_dir(root: &Path, rel: &str, create: bool) -> Result<OwnedFd> {
+    let fd = open_root(root)?;
+    match open_dir_in(root, fd.as_fd(), rel, create)? {
+        Some(dir) => Ok(dir),
+        None => Ok(fd),
+    }
+}
+
+/// [`open_dir`] from `base`, the root already opened; `None` for the root itself.
+fn open_dir_in(root: &Path, base: std::os::fd::BorrowedFd<'_>, rel: &str, create: bool) -> Result<Option<OwnedFd>> {
     if rel.split('/').any(|c| c == ".." || c == ".") {
         return Err(Error::InvalidPath(rel.to_string()));
     }
-    let mut fd = open_root(root)?;
     if rel.split('/').all(str::is_empty) {
-        return Ok(fd);
+        return Ok(None);
     }
     // One walk in the kernel, refusing symlinks and anything outside the root, where openat2
     // exists (Linux 5.6); otherwise, or to create what is missing, one component at a time.
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let beneath = rfs::ResolveFlags::BENEATH | rfs::ResolveFlags::NO_SYMLINKS | rfs::ResolveFlags::NO_MAGICLINKS;
-    match rfs::openat2(&fd, rel, flags, Mode::empty(), beneath) {
-        Ok(dir) => return Ok(dir),
+    match rfs::openat2(base, rel, flags, Mode::empty(), beneath) {
+        Ok(dir) => return Ok(Some(dir)),
         Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM | rustix::io::Errno::INVAL | rustix::io::Errno::AGAIN | rustix::io::Errno::XDEV) => {}
         Err(rustix::io::Errno::NOENT) if create => {}
         Err(e) => return Err(err(root, rel, e)),
     }
+    let mut fd: Option<OwnedFd> = None;
     for comp in rel.split('/').filter(|c| !c.is_empty()) {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let next = match rfs::openat(&fd, comp, flags, Mode::empty()) {
+        let at = fd.as_ref().map_or(base, |f| f.as_fd());
+        let next = match rfs::openat(at, comp, flags, Mode::empty()) {
             Ok(next) => next,
             Err(rustix::io::Errno::NOENT) if create => {
-                match rfs::mkdirat(&fd, comp, Mode::from_raw_mode(0o755)) {
+                match rfs::mkdirat(at, comp, Mode::from_raw_mode(0o755)) {
                     Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                     Err(e) => return Err(err(root, rel, e)),
                 }
-                rfs::openat(&fd, comp, flags, Mode::empty()).map_err(|e| err(root, rel, e))?
+                rfs::openat(at, comp, flags, Mode::empty()).map_err(|e| err(root, rel, e))?
             }
             Err(e) => return Err(err(root, rel, e)),
         };
-        fd = next;
+        fd = Some(next);
     }
     Ok(fd)
 }
 
 /// The directory a run of paths lives in, opened once: callers walk paths in order, so
 /// neighbours share it (a hundred files in ten directories cost ten walks, not a hundred).
+/// The root is opened once per cache (a path walk less for every other directory).
 pub struct DirCache<'r> {
     root: &'r Path,
+    root_fd: Option<OwnedFd>,
     last: Option<(String, Option<OwnedFd>)>,
 }
 
 impl<'r> DirCache<'r> {
     pub fn new(root: &'r Path) -> DirCache<'r> {
-        DirCache { root, last: None }
+        DirCache { root, root_fd: None, last: None }
     }
 
     /// The directory `rel` as [`open_dir`] opens it; `Ok(None)` when it is absent (missing,
     /// not a directory, or a symlink on the way).
     pub fn get(&mut self, rel: &str) -> Result<Option<&OwnedFd>> {
         if self.last.as_ref().is_none_or(|(d, _)| d != rel) {
-            let fd = match open_dir(self.root, rel, false) {
+            if self.root_fd.is_none() {
+                self.root_fd = Some(open_root(self.root)?);
+            }
+            let base = self.root_fd.as_ref().map(|fd| fd.as_fd()).ok_or_else(|| Error::Internal("the root is not open".into()))?;
+            let opened = match open_dir_in(self.root, base, rel, false) {
+                Ok(Some(fd)) => Ok(fd),
+                Ok(None) => base.try_clone_to_owned().map_err(|e| Error::io(self.root, e)),
+                Err(e) => Err(e),
+            };
+            let fd = match opened {
                 Ok(fd) => Some(fd),
                 Err(Error::Io { source, .. }) if is_absent(&source) => None,
                 Err(e) => return Err(e),
@@ -178,9 +198,10 @@ pub fn stat_nofollow(root: &Path, rel: &str) -> Result<Option<rfs::Stat>> {
 /// during the read shows as a later change). `dir`: `rel`'s directory when already opened by
 /// [`open_dir`].
 pub fn read_stamped(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(Vec<u8>, u32, Stamp)>> {
-    let Some((mut file, st)) = open_regular_in(root, rel, dir)? else { return Ok(None) };
+    let Some((file, st)) = open_regular_in(root, rel, dir)? else { return Ok(None) };
     let mut buf = Vec::with_capacity(st.st_size as usize);
-    file.read_to_end(&mut buf).map_err(|e| Error::io(root.join(rel), e))?;
+    // Through `take`: the size is known, and `File`'s own read_to_end would ask again.
+    file.take(u64::MAX).read_to_end(&mut buf).map_err(|e| Error::io(root.join(rel), e))?;
     Ok(Some((buf, st.st_mode & 0o7777, Stamp::of(&st))))
 }
 
