@@ -364,3 +364,26 @@ fn an_agent_path_that_is_a_symlink_is_refused_honestly() {
     f.cairn(&["accept", &s.id, "--force"]).ok();
     assert_eq!(f.read_str("link.txt").unwrap(), "agent\n");
 }
+
+/// A `bin.db` from before a migration (here: `events.data` missing) is migrated when a
+/// command opens it, and says so, so that later opens skip the checks; its agents stay.
+#[test]
+fn an_old_bin_db_is_migrated_on_open_and_keeps_its_agents() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let s = f.run_ok("write_file('a.txt', 'b\\n')");
+    let db = f.root.join(".agentfs/bin.db");
+    let level = |c: &rusqlite::Connection| c.query_row("PRAGMA application_id", [], |r| r.get::<_, i32>(0)).unwrap();
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        assert_ne!(level(&c), 0, "a migrated database records it");
+        c.execute_batch("ALTER TABLE events DROP COLUMN data; PRAGMA application_id = 0;").unwrap();
+        assert!(c.prepare("SELECT data FROM events LIMIT 0").is_err());
+    }
+    assert_eq!(f.status(&s.id).state.as_str(), "reviewing");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    assert!(c.prepare("SELECT data FROM events LIMIT 0").is_ok(), "the column is back");
+    assert_ne!(level(&c), 0);
+    drop(c);
+    let log = f.cairn(&["log", &s.id]).ok();
+    assert!(!log.stdout.is_empty(), "its history reads");
+}

@@ -183,6 +183,10 @@ pub struct Bin {
     pub(super) conn: Connection,
 }
 
+/// The migrations `Bin::open` runs, as one number kept in the database's `application_id`
+/// once they have run: raise it with every migration added.
+const MIGRATED: i32 = 0x6361_0001;
+
 impl Bin {
     /// A write transaction on a shared connection, taking the write lock at once: a deferred
     /// one that reads first fails at once with "database is locked" when another process
@@ -196,11 +200,17 @@ impl Bin {
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
         let conn = super::open(path, &format!("{SCHEMA}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA))?;
-        events::migrate(&conn)?;
-        review::migrate(&conn)?;
-        journal::migrate(&conn)?;
-        tasks::migrate(&conn)?;
-        workers::migrate(&conn)?;
+        // Each migration looks for its columns (a statement prepared each); a database that
+        // says it has them all is not asked again.
+        let level: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        if level != MIGRATED {
+            events::migrate(&conn)?;
+            review::migrate(&conn)?;
+            journal::migrate(&conn)?;
+            tasks::migrate(&conn)?;
+            workers::migrate(&conn)?;
+            conn.pragma_update(None, "application_id", MIGRATED)?;
+        }
         Ok(Bin { conn })
     }
 
