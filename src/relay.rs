@@ -37,13 +37,24 @@ fn hunk_command(project: &Project, id: &str, asked: &Asked) -> Option<(Command, 
     let files = cairn_core::review::file_hunks(project, id).ok()?;
     let fh = files.into_iter().find(|f| f.path == rel)?;
     let hunk = hunk_at_new_line(&fh.hunks, line)?.clone();
-    let shown: String = cairn_core::display::escape_line(&rel).chars().take(40).collect();
-    let what = format!("{} the hunk at {shown}:{line} of", asked.action.trim_end_matches("_hunk"));
+    let what = format!("{} the hunk at {}:{line} of", asked.action.trim_end_matches("_hunk"), shown_path(&rel));
     let cmd = match asked.action.as_str() {
         "accept_hunk" => Command::AcceptHunk { id: id.to_string(), path: rel, hunk, force: false },
         _ => Command::RejectHunk { id: id.to_string(), path: rel, hunk, reason: None },
     };
     Some((cmd, what))
+}
+
+/// A path as a prompt shows it: escaped, its head and tail when long (where two paths differ
+/// most often), no comma (tmux would cut the prompt in two there).
+fn shown_path(rel: &str) -> String {
+    let escaped: Vec<char> = cairn_core::display::escape_line(rel).replace(',', "\\x2c").chars().collect();
+    if escaped.len() <= 48 {
+        return escaped.into_iter().collect();
+    }
+    let head: String = escaped[..16].iter().collect();
+    let tail: String = escaped[escaped.len() - 31..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// The hunk whose new lines hold `line` (1-based, the agent's version); a hunk that only
@@ -65,6 +76,23 @@ fn hunk_at_new_line(hunks: &[cairn_core::review::Hunk], line: usize) -> Option<&
 fn tmux(args: &[&str]) -> Option<String> {
     let out = Proc::new("tmux").args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// How long a confirmation prompt may stay unanswered (its client may have gone).
+const PROMPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `tmux ARGS` that may block (a prompt), given up on after [`PROMPT_DEADLINE`].
+fn tmux_within_deadline(args: &[&str]) {
+    let Ok(mut child) = Proc::new("tmux").args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn() else { return };
+    let until = std::time::Instant::now() + PROMPT_DEADLINE;
+    while std::time::Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A code of three lowercase letters, from the process's random hash keys.
@@ -135,15 +163,18 @@ fn ask(project: &Project, id: &str, first: &str) -> bool {
         return false;
     }
     let code = code();
-    let _ = tmux(&["set-option", "-p", "-t", &pane, "@cairn-answer", ""]);
-    // Short enough for an 80-column client: tmux cuts a longer prompt.
-    // tmux expands formats in both: what came from the view is made literal.
-    let prompt = cairn_core::display::tmux_literal(&format!("cairn preview: {what} {id}? type {code} and Enter: "));
-    let answer = format!("set-option -p -t {pane} @cairn-answer '%%'");
+    // The answer goes to a server option named after the pane (its id without the `%`, which
+    // the prompt's template would read as an answer's place).
+    let option = format!("@cairn-answer-{}", pane.trim_start_matches('%'));
+    let _ = tmux(&["set-option", "-g", &option, ""]);
+    // The code first: a narrow client cuts the prompt's end. tmux expands formats (and the
+    // time) in it: what came from the view is made literal.
+    let prompt = cairn_core::display::tmux_literal(&format!("cairn: type {code} and Enter to {what} {id}: "));
+    let answer = format!("set-option -g {option} '%%'");
     // Blocks until the user answers or dismisses it.
-    let _ = tmux(&["command-prompt", "-t", &client, "-p", &prompt, &answer]);
-    let typed = tmux(&["show-options", "-p", "-v", "-t", &pane, "@cairn-answer"]).unwrap_or_default();
-    let _ = tmux(&["set-option", "-p", "-u", "-t", &pane, "@cairn-answer"]);
+    tmux_within_deadline(&["command-prompt", "-t", &client, "-p", &prompt, &answer]);
+    let typed = tmux(&["show-options", "-g", "-v", &option]).unwrap_or_default();
+    let _ = tmux(&["set-option", "-g", "-u", &option]);
     let confirmed = typed == code;
     let message = if !confirmed {
         format!("cairn: {} of {id} not confirmed", asked.action)

@@ -38,6 +38,15 @@ fn open(f: &Fixture, t: &Tmux, env: &str, args: &str) {
     t.cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &line]);
 }
 
+/// Panes opened (and left) first, so that the next pane's id is `%{n}`: `%1` in a prompt's
+/// template is its answer, and pane `%11` must still get its own.
+fn burn_pane_ids(t: &Tmux, n: usize) {
+    t.cmd(&["new-session", "-d", "-s", "pre", "sleep 600"]);
+    for _ in 1..n {
+        t.cmd(&["new-window", "-d", "-t", "pre", "sleep 600"]);
+    }
+}
+
 fn keys(t: &Tmux, keys: &[&str]) {
     for k in keys {
         t.cmd(&["send-keys", "-t", "t", k]);
@@ -189,7 +198,7 @@ impl Client {
     /// Asks (with `ask`) until the `n`th confirmation prompt is drawn: the relay takes one
     /// question per look, and stays quiet a while after a refusal.
     fn ask_until_prompt(&self, n: usize, ask: impl Fn()) {
-        let prompts = || self.drawn().split("? type ").count() - 1;
+        let prompts = || self.drawn().split("cairn: type ").count() - 1;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
         while prompts() < n {
             assert!(std::time::Instant::now() < deadline, "no prompt {n}: {}", self.drawn());
@@ -206,7 +215,7 @@ impl Client {
         let mut code = String::new();
         wait_until(30, "the confirmation prompt", || {
             let drawn = self.drawn();
-            let codes: Vec<&str> = drawn.split("? type ").skip(1).filter_map(|s| s.get(..3)).collect();
+            let codes: Vec<&str> = drawn.split("cairn: type ").skip(1).filter_map(|s| s.get(..3)).collect();
             codes.get(n).map(|c| code = c.to_string()).is_some()
         });
         code
@@ -225,6 +234,7 @@ fn an_accept_asked_in_the_preview_acts_only_once_the_user_types_the_code_in_tmux
     let f = Fixture::with_files(&[("a.txt", "one\n")]);
     let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
     let t = Tmux::new();
+    burn_pane_ids(&t, 11);
     open(&f, &t, "SHELL=/bin/sh", &format!("{} --shell", s.id));
     let mut client = Client::attach(&f, &t);
     keys(&t, &["echo READY-$((2+3))", "Enter"]);
@@ -286,7 +296,7 @@ fn a_hunk_accept_asked_in_the_preview_lands_the_hunk_at_that_line_once_confirmed
 /// never expanded as a tmux format (`#(cmd)` would run `cmd` on the host, `#{…}` read tmux).
 #[test]
 fn a_file_name_asked_from_the_preview_is_shown_literally_in_the_tmux_prompt() {
-    let name = "q#{pane_id}#(echo X).txt";
+    let name = "q#{pane_id}#(echo X)%H,y.txt";
     let f = Fixture::with_files(&[(name, "one\n")]);
     let s = f.run_ok(&format!("write_file({name:?}, 'agent one\\n')"));
     let t = Tmux::new();
@@ -295,12 +305,13 @@ fn a_file_name_asked_from_the_preview_is_shown_literally_in_the_tmux_prompt() {
     keys(&t, &["echo READY-$((2+3))", "Enter"]);
     t.wait_for("READY-5");
     let file = f.root.join(name);
-    // Quoted for the pane's shell and for printf: `#`, `{`, `(` are literal in both.
-    let ask = format!(r#"printf '\033]5379;{{"action":"accept_hunk","file":"{}","line":1}}\007'"#, file.display());
+    // Quoted for the pane's shell and for printf: `#`, `{`, `(` are literal in both, `%` doubled.
+    let ask = format!(r#"printf '\033]5379;{{"action":"accept_hunk","file":"{}","line":1}}\007'"#, file.display().to_string().replace('%', "%%"));
     client.ask_until_prompt(1, || keys(&t, &[&ask, "Enter"]));
     client.code(0);
     let drawn = client.drawn();
-    assert!(drawn.contains(&format!("accept the hunk at {name}:1")), "the name is shown as it is: {drawn}");
+    let shown = name.replace(',', "\\x2c");
+    assert!(drawn.contains(&format!("accept the hunk at {shown}:")), "the name is shown as it is: {drawn}");
     client.type_keys("\x1b");
     wait_until(30, "the refusal", || client.drawn().contains("not confirmed"));
     assert_eq!(f.status(&s.id).state.as_str(), "reviewing");

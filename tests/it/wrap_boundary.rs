@@ -284,3 +284,42 @@ fn agent_cli_configuration_in_a_proposal_is_flagged() {
         assert!(diff.contains(&format!("WARNING {path}: ")) && diff.contains(why), "{path} not flagged:\n{diff}");
     }
 }
+
+/// Files in the project are the agent's: a script's first line never makes a host path
+/// readable (`env -u PATH` names no interpreter, `/var/run/x` is no program), and a program
+/// in the project named like an agent CLI never gets that CLI's state.
+#[test]
+fn project_scripts_reach_no_host_path_through_their_first_line_nor_a_clis_state() {
+    let home = tempfile::tempdir().unwrap();
+    let secret = home.path().join(".config/gh/hosts.yml");
+    std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    std::fs::write(&secret, "PLANTED-CREDENTIAL gh\n").unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude/.credentials.json"), "PLANTED-CREDENTIAL claude\n").unwrap();
+    let body = format!("ls /var/run /run 2>/dev/null | head -3\ncat {} ~/.claude/.credentials.json 2>/dev/null\necho ran\n", secret.display());
+    let f = Fixture::with_files(&[
+        ("env-u.sh", &format!("#!/usr/bin/env -S -u /var/run/x sh\n{body}")),
+        ("env-secret.sh", &format!("#!/usr/bin/env -S -u {} sh\n{body}", secret.display())),
+        ("var-run.sh", &format!("#!/var/run/x\n{body}")),
+        ("claude", &format!("#!/bin/sh\n{body}")),
+    ]);
+    for name in ["env-u.sh", "env-secret.sh", "var-run.sh", "claude"] {
+        std::fs::set_permissions(f.root.join(name), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let wrap = |argv: &[&str]| {
+        let out = f.cmd().arg("wrap").arg("--").args(argv).env("HOME", home.path()).stdin(Stdio::null()).output().unwrap();
+        Run::from(out)
+    };
+    let host_run: Vec<String> = std::fs::read_dir("/run").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(!host_run.is_empty());
+    for argv in [&["./env-u.sh"][..], &["./env-secret.sh"], &["sh", "-c", "./env-secret.sh; echo second"], &["./var-run.sh"], &["./claude"], &["sh", "-c", "./claude"], &["sh", "-c", "env '--split-string=cat ~/.claude/.credentials.json' claude"]] {
+        let r = wrap(argv);
+        let seen = format!("{}{}", r.stdout, r.stderr);
+        assert!(!seen.contains("PLANTED"), "{argv:?} read a secret:\n{seen}");
+        let listed: Vec<&str> = r.stdout.lines().filter(|l| host_run.iter().any(|h| h == l)).collect();
+        assert!(listed.is_empty(), "{argv:?} saw the host's /run: {listed:?}\n{seen}");
+    }
+    // The control: the same script run by the shell directly sees the secret.
+    let direct = Command::new("sh").arg(f.root.join("claude")).env("HOME", home.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&direct.stdout).contains("PLANTED-CREDENTIAL gh"));
+}

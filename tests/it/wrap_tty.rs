@@ -146,7 +146,8 @@ fn claude_codes_tui_works_under_wrap_in_tmux() {
 
 /// What the agent prints reaches the user's terminal filtered the way a terminal reads it: a
 /// clipboard write hidden behind an allowed title (cut by ESC, CAN, or an 8-bit OSC
-/// introducer) never sets tmux's clipboard, which the same bytes printed outside do.
+/// introducer) or behind a control inside the escape never sets tmux's clipboard, which the
+/// same bytes printed outside do.
 #[test]
 fn a_clipboard_write_hidden_in_an_allowed_sequence_never_reaches_the_terminal() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
@@ -160,8 +161,8 @@ fn a_clipboard_write_hidden_in_an_allowed_sequence_never_reaches_the_terminal() 
     t.wait_for("CONTROL-2");
     wait_until(30, "the control reached tmux's clipboard", || t.cmd(&["list-buffers"]).contains("CONTROL"));
     let script = format!(
-        "printf 'A\\033]0;t\\033]52;c;{}\\007'\nprintf 'B\\033]2;t\\030\\033]52;c;{}\\007'\nprintf 'C\\302\\23552;c;{}\\007'\nprintf 'D\\23552;c;{}\\007'\necho AGENT-$((2+2))\n",
-        b64("LEAKESC"), b64("LEAKCAN"), b64("LEAKC1UTF8"), b64("LEAKC1RAW")
+        "printf 'A\\033]0;t\\033]52;c;{}\\007'\nprintf 'B\\033]2;t\\030\\033]52;c;{}\\007'\nprintf 'C\\302\\23552;c;{}\\007'\nprintf 'D\\23552;c;{}\\007'\nprintf 'E\\033\\001]52;c;{}\\007'\nprintf 'F\\033\\177]52;c;{}\\007'\necho AGENT-$((2+2))\n",
+        b64("LEAKESC"), b64("LEAKCAN"), b64("LEAKC1UTF8"), b64("LEAKC1RAW"), b64("LEAKC0"), b64("LEAKDEL")
     );
     f.write("agent.sh", &script);
     let line = cairn_line(&f, "wrap -- sh agent.sh; echo WRAP-EXIT=$?");

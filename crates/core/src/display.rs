@@ -37,10 +37,11 @@ pub fn escape_line(text: &str) -> String {
     escape(text).replace('\n', "\\n")
 }
 
-/// One line for tmux to show (a prompt, a message): escaped as [`escape_line`], and each `#`
-/// doubled, since tmux expands formats there (`#(cmd)` would run `cmd`).
+/// One line for tmux to show (a prompt, a message): escaped as [`escape_line`], each `#` and
+/// `%` doubled, since tmux expands formats there (`#(cmd)` would run `cmd`) and then the
+/// time (`%H`).
 pub fn tmux_literal(text: &str) -> String {
-    escape_line(text).replace('#', "##")
+    escape_line(text).replace('#', "##").replace('%', "%%")
 }
 
 #[cfg(test)]
@@ -56,6 +57,6 @@ mod tests {
         assert_eq!(escape_line("a\nb"), "a\\nb");
         assert_eq!(escape("x\u{200b}.txt .git\u{2060}/config \u{feff}"), "x\\u{200b}.txt .git\\u{2060}/config \\u{feff}");
         assert_eq!(escape("caf\u{e9} \u{4e2d} \u{1f600}"), "caf\u{e9} \u{4e2d} \u{1f600}", "visible text is kept");
-        assert_eq!(tmux_literal("#(id>x) #{pane_id} ##[fg=red]\n"), "##(id>x) ##{pane_id} ####[fg=red]\\n");
+        assert_eq!(tmux_literal("#(id>x) #{pane_id} ##[fg=red] %H\n"), "##(id>x) ##{pane_id} ####[fg=red] %%H\\n");
     }
 }

@@ -144,6 +144,14 @@ impl OscFilter {
     }
 
     fn after_esc(&mut self, b: u8, out: &mut Vec<u8>) {
+        match b {
+            // A terminal runs a C0 control met here and stays in the escape, and ignores DEL
+            // and 8-bit bytes: what follows may still begin a string. Dropped.
+            0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x7f..=0xff => return self.state = State::Esc,
+            // CAN and SUB abandon the escape.
+            0x18 | 0x1a => return self.state = State::Text,
+            _ => {}
+        }
         self.held.clear();
         self.payload.clear();
         self.esc = false;
@@ -308,6 +316,13 @@ mod tests {
         ]
         .concat();
         passes_only(input, &want);
+    }
+
+    /// A terminal keeps an escape open across C0 controls, DEL and 8-bit bytes.
+    #[test]
+    fn an_escape_stays_open_across_controls() {
+        let input: &[u8] = b"A\x1b\x01]52;c;eA==\x07B\x1b\x7f]52;c;eA==\x07C\x1b\x80]52;c;eA==\x07D\x1b\n]52;c;eA==\x07E\x1b\x01Ptmux;\x1b\x1b\x01]52;c;x\x07\x1b\\F\x1b\x18]52;c;eA==\x07G\x1b\x01[31mH";
+        passes_only(input, b"ABCDEF]52;c;eA==\x07G\x1b[31mH");
     }
 
     /// A terminal ends a string at an ESC that begins anything but ST, and at CAN or SUB;

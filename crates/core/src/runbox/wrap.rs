@@ -175,11 +175,12 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
     hidden_files.extend(files);
     // The command's own installation, and what the user listed.
     let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
-    let at = Where { home: &req.home, cwd: &cwd, project: &project.root };
-    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &req.env, &at);
+    let path = req.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
+    let at = Where { home: &req.home, cwd: &cwd, project: &project.root, path, hide: &req.hide };
+    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &at);
     // `sh -c 'claude --flag'` (how :CairnWrap starts a command line): the program the script
     // starts is readable too.
-    let script = script_program(&req.argv).map(|p| installation(&p, &req.env, &at)).unwrap_or_default();
+    let script = script_program(&req.argv).map(|p| installation(&p, &at)).unwrap_or_default();
     // Each path once: one listed in `[wrap] read_paths` may be the installation too.
     for p in script.into_iter().chain(req.read_paths.iter().cloned()) {
         if !read_paths.contains(&p) {
@@ -214,31 +215,14 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
 /// really lives, and, for a script, where its interpreter does (`#!/usr/bin/env node` →
 /// node's). Each is the installation's root: the directory above a `bin/`, or an npm
 /// package's directory; nothing under the system directories (already visible).
-/// Where a command runs: what decides how much of its installation is shown.
-struct Where<'a> {
-    home: &'a Path,
-    cwd: &'a Path,
-    project: &'a Path,
-}
-
-fn installation(name: &str, env: &[(String, String)], at: &Where) -> Vec<PathBuf> {
-    let path = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
-    let lookup = |n: &str| -> Option<PathBuf> {
-        if n.contains('/') {
-            return Some(at.cwd.join(n));
-        }
-        path.split(':').map(|d| Path::new(d).join(n)).find(|p| p.is_file())
-    };
+fn installation(name: &str, at: &Where) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut todo: Vec<PathBuf> = lookup(name).into_iter().collect();
+    let mut todo: Vec<PathBuf> = program(name, at).into_iter().collect();
     while let Some(found) = todo.pop() {
         // The link itself may sit in another installation's `bin/` (npm's shims).
         for p in [Some(found.clone()), std::fs::canonicalize(&found).ok()].into_iter().flatten() {
-            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, at)) {
-                // Never a system directory, nor what holds one (`/bin/sh`'s "installation" is
-                // `/`), nor the project (its view shows it).
-                let system = super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(&root));
-                if !out.contains(&root) && !system && !root.starts_with(at.project) {
+            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, at)).filter(|r| shown(r, at)) {
+                if !out.contains(&root) {
                     out.push(root);
                 }
             }
@@ -246,15 +230,72 @@ fn installation(name: &str, env: &[(String, String)], at: &Where) -> Vec<PathBuf
         if out.len() > 8 {
             break;
         }
-        if let Some(interp) = shebang(&found) {
-            if let Some(p) = lookup(&interp) {
-                if !out.iter().any(|o| p.starts_with(o)) || std::fs::canonicalize(&p).is_ok_and(|c| !out.iter().any(|o| c.starts_with(o))) {
-                    todo.push(p);
-                }
+        // The script's first line may be the agent's: its interpreter counts only when it is a
+        // program the user runs anyway (on `PATH`).
+        if let Some(p) = shebang(&found).and_then(|i| interpreter(i, at)) {
+            if !out.iter().any(|o| p.starts_with(o)) || std::fs::canonicalize(&p).is_ok_and(|c| !out.iter().any(|o| c.starts_with(o))) {
+                todo.push(p);
             }
         }
     }
     out
+}
+
+/// Where a command runs: what decides how much of its installation is shown.
+struct Where<'a> {
+    home: &'a Path,
+    cwd: &'a Path,
+    project: &'a Path,
+    /// The command's `PATH`.
+    path: &'a str,
+    /// `[wrap] hide`.
+    hide: &'a [PathBuf],
+}
+
+/// The program `name` runs: a name on `PATH`, or a path (relative to where it runs); an
+/// executable file either way.
+fn program(name: &str, at: &Where) -> Option<PathBuf> {
+    if name.contains('/') {
+        Some(at.cwd.join(name)).filter(|p| executable(p))
+    } else {
+        on_path(name, at)
+    }
+}
+
+fn on_path(name: &str, at: &Where) -> Option<PathBuf> {
+    at.path.split(':').filter(|d| d.starts_with('/')).map(|d| Path::new(d).join(name)).find(|p| executable(p))
+}
+
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// An interpreter a script's first line names, when it is a program on `PATH` (`env NAME`),
+/// or a path into a `PATH` or system directory.
+fn interpreter(named: Interpreter, at: &Where) -> Option<PathBuf> {
+    match named {
+        Interpreter::Name(n) if !n.contains('/') => on_path(&n, at),
+        Interpreter::Name(_) => None,
+        Interpreter::Path(p) => {
+            let p = PathBuf::from(p);
+            let dir = p.parent().and_then(|d| std::fs::canonicalize(d).ok())?;
+            let listed = at.path.split(':').filter(|d| d.starts_with('/')).any(|d| std::fs::canonicalize(d).is_ok_and(|d| d == dir));
+            let system = super::SYSTEM.iter().any(|s| dir.starts_with(s));
+            (p.is_absolute() && (listed || system) && executable(&p)).then_some(p)
+        }
+    }
+}
+
+/// May installation root `root` be shown: not a system directory, nor what holds one
+/// (`/bin/sh`'s "installation" is `/`); not in the project (its view shows it); not where
+/// the host keeps sockets and devices; nothing hidden in it or around it.
+fn shown(root: &Path, at: &Where) -> bool {
+    let Ok(real) = std::fs::canonicalize(root) else { return false };
+    let system = super::SYSTEM.iter().any(|s| real.starts_with(s) || Path::new(s).starts_with(&real));
+    let host = ["/run", "/var/run", "/proc", "/sys", "/dev"].iter().any(|h| real.starts_with(h));
+    let hidden = at.hide.iter().any(|h| real.starts_with(h) || h.starts_with(&real) || root.starts_with(h));
+    !system && !host && !hidden && !real.starts_with(at.project) && !root.starts_with(at.project)
 }
 
 /// The shells whose `-c SCRIPT` a command line may be.
@@ -267,11 +308,12 @@ pub fn shell_script(argv: &[String]) -> Option<&str> {
 }
 
 /// The program a shell's script starts first (`sh -c 'A=1 exec claude -p x'` → `claude`):
-/// its first word that is not an assignment or `exec`/`env`/`command`, unquoted.
+/// its first word that is not an assignment or `exec`/`env`/`command`, unquoted. None when
+/// that word is an option (`env -S …` runs something else).
 pub fn script_program(argv: &[String]) -> Option<String> {
-    let word = shell_script(argv)?.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
+    let word = shell_script(argv)?.split_whitespace().find(|w| !is_assignment(w) && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
     let word = word.trim_matches(|c| c == '\'' || c == '"').trim_end_matches(';');
-    (!word.is_empty()).then(|| word.to_string())
+    (!word.is_empty() && !word.starts_with('-')).then(|| word.to_string())
 }
 
 /// The installation a program file belongs to: its `node_modules`, else the parent of its
@@ -292,13 +334,15 @@ fn install_root(p: &Path) -> Option<PathBuf> {
 
 /// An installation root that would show the home, or a directory right under it that
 /// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), or
-/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), is
-/// narrowed to the program's own file.
+/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), or
+/// anything in `/tmp` or another user's home, is narrowed to the program's own file.
 fn narrowed(root: PathBuf, program: &Path, at: &Where) -> PathBuf {
     let home = at.home;
+    let shared = ["/tmp", "/var/tmp", "/home", "/root"].iter().any(|d| root.starts_with(d)) && !root.starts_with(home);
     let broad = (home.as_os_str().len() > 1 && (home.starts_with(&root) || root.parent() == Some(home)))
         || at.project.starts_with(&root)
-        || root.parent().is_none_or(|p| p == Path::new("/"));
+        || root.parent().is_none_or(|p| p == Path::new("/"))
+        || shared;
     if broad {
         program.to_path_buf()
     } else {
@@ -306,17 +350,31 @@ fn narrowed(root: PathBuf, program: &Path, at: &Where) -> PathBuf {
     }
 }
 
-/// The interpreter a script names on its first line (`env`'s argument, or the path).
-fn shebang(p: &Path) -> Option<String> {
+/// What a script's first line names as its interpreter.
+enum Interpreter {
+    /// `#!/usr/bin/env NAME`.
+    Name(String),
+    /// `#!/path/to/interpreter`.
+    Path(String),
+}
+
+/// The interpreter a script names on its first line: `env`'s program (none when `env` is
+/// given options: `-S`, `-u NAME` and the like change what runs), or the path.
+fn shebang(p: &Path) -> Option<Interpreter> {
     let mut head = [0u8; 256];
     let n = std::io::Read::read(&mut std::fs::File::open(p).ok()?, &mut head).ok()?;
     let line = head[..n].strip_prefix(b"#!")?;
     let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next()?).into_owned();
     let mut words = line.split_whitespace();
     let first = words.next()?;
-    if first.ends_with("/env") {
-        words.find(|w| !w.starts_with('-')).map(str::to_string)
-    } else {
-        Some(first.to_string())
+    if !first.ends_with("/env") {
+        return Some(Interpreter::Path(first.to_string()));
     }
+    let word = words.find(|w| !is_assignment(w))?;
+    (!word.starts_with('-')).then(|| Interpreter::Name(word.to_string()))
+}
+
+/// `NAME=VALUE`, NAME a shell variable's name.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }

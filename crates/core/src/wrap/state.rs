@@ -10,12 +10,16 @@ use std::path::{Path, PathBuf};
 
 /// The `[wrap] state` entries command `program` sees: its own (`claude:.claude` for
 /// `claude`), and those without a command. Another CLI's state (its credentials) is hidden.
-pub(super) fn state_of(program: &str, entries: &[String]) -> Vec<String> {
-    let name = state_name(program);
+pub(super) fn state_of(program: &str, project: &Path, entries: &[String]) -> Vec<String> {
+    // A program given by a relative path, or in the project (which agents write), is no
+    // agent CLI: `./claude` never gets claude's state.
+    let path = Path::new(program);
+    let in_project = program.contains('/') && (path.is_relative() || path.starts_with(project));
+    let name = if in_project { String::new() } else { state_name(program) };
     entries
         .iter()
         .filter_map(|e| match e.split_once(':') {
-            Some((cli, path)) if !cli.contains('/') => (cli == name).then(|| path.to_string()),
+            Some((cli, path)) if !cli.contains('/') => (!name.is_empty() && cli == name).then(|| path.to_string()),
             _ => Some(e.clone()),
         })
         .collect()
