@@ -319,6 +319,14 @@ fn project_scripts_reach_no_host_path_through_their_first_line_nor_a_clis_state(
         let listed: Vec<&str> = r.stdout.lines().filter(|l| host_run.iter().any(|h| h == l)).collect();
         assert!(listed.is_empty(), "{argv:?} saw the host's /run: {listed:?}\n{seen}");
     }
+    // A program outside the project keeps its own interpreter, off PATH (a pipx tool's venv).
+    let venv = home.path().join(".local/share/pipx/venvs/tool/bin");
+    std::fs::create_dir_all(&venv).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", venv.join("python")).unwrap();
+    std::fs::write(venv.join("tool"), format!("#!{}\nprint('TOOL-RAN')\n", venv.join("python").display())).unwrap();
+    std::fs::set_permissions(venv.join("tool"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tool = wrap(&[venv.join("tool").to_str().unwrap()]);
+    assert!(tool.stdout.contains("TOOL-RAN"), "{tool:?}");
     // The control: the same script run by the shell directly sees the secret.
     let direct = Command::new("sh").arg(f.root.join("claude")).env("HOME", home.path()).output().unwrap();
     assert!(String::from_utf8_lossy(&direct.stdout).contains("PLANTED-CREDENTIAL gh"));

@@ -230,9 +230,10 @@ fn installation(name: &str, at: &Where) -> Vec<PathBuf> {
         if out.len() > 8 {
             break;
         }
-        // The script's first line may be the agent's: its interpreter counts only when it is a
-        // program the user runs anyway (on `PATH`).
-        if let Some(p) = shebang(&found).and_then(|i| interpreter(i, at)) {
+        // A script in the project is the agent's, its first line too: its interpreter counts
+        // only when it is a program the user runs anyway (on `PATH`).
+        let agents = std::fs::canonicalize(&found).is_ok_and(|c| c.starts_with(at.project)) || found.starts_with(at.project);
+        if let Some(p) = shebang(&found).and_then(|i| interpreter(i, agents, at)) {
             if !out.iter().any(|o| p.starts_with(o)) || std::fs::canonicalize(&p).is_ok_and(|c| !out.iter().any(|o| c.starts_with(o))) {
                 todo.push(p);
             }
@@ -271,9 +272,10 @@ fn executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// An interpreter a script's first line names, when it is a program on `PATH` (`env NAME`),
-/// or a path into a `PATH` or system directory.
-fn interpreter(named: Interpreter, at: &Where) -> Option<PathBuf> {
+/// An interpreter a script's first line names: a program on `PATH` (`env NAME`), or an
+/// executable path; for the agent's script (`agents`), only a path into a `PATH` or system
+/// directory (a pipx tool's own venv is the user's; a project script's `#!` is not).
+fn interpreter(named: Interpreter, agents: bool, at: &Where) -> Option<PathBuf> {
     match named {
         Interpreter::Name(n) if !n.contains('/') => on_path(&n, at),
         Interpreter::Name(_) => None,
@@ -282,7 +284,7 @@ fn interpreter(named: Interpreter, at: &Where) -> Option<PathBuf> {
             let dir = p.parent().and_then(|d| std::fs::canonicalize(d).ok())?;
             let listed = at.path.split(':').filter(|d| d.starts_with('/')).any(|d| std::fs::canonicalize(d).is_ok_and(|d| d == dir));
             let system = super::SYSTEM.iter().any(|s| dir.starts_with(s));
-            (p.is_absolute() && (listed || system) && executable(&p)).then_some(p)
+            (p.is_absolute() && (listed || system || !agents) && executable(&p)).then_some(p)
         }
     }
 }
@@ -292,7 +294,8 @@ fn interpreter(named: Interpreter, at: &Where) -> Option<PathBuf> {
 /// the host keeps sockets and devices; nothing hidden in it or around it.
 fn shown(root: &Path, at: &Where) -> bool {
     let Ok(real) = std::fs::canonicalize(root) else { return false };
-    let system = super::SYSTEM.iter().any(|s| real.starts_with(s) || Path::new(s).starts_with(&real));
+    // (A link from elsewhere into a system directory is shown: its own path is not there.)
+    let system = super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(root) || Path::new(s).starts_with(&real));
     let host = ["/run", "/var/run", "/proc", "/sys", "/dev"].iter().any(|h| real.starts_with(h));
     let hidden = at.hide.iter().any(|h| real.starts_with(h) || h.starts_with(&real) || root.starts_with(h));
     !system && !host && !hidden && !real.starts_with(at.project) && !root.starts_with(at.project)
