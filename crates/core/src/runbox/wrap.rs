@@ -337,15 +337,14 @@ fn install_root(p: &Path) -> Option<PathBuf> {
 
 /// An installation root that would show the home, or a directory right under it that
 /// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), or
-/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), or
-/// anything in `/tmp` or another user's home, is narrowed to the program's own file.
+/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), is
+/// narrowed to the program's own file. (A tool may live anywhere else, `/tmp/x/node_modules`
+/// included: what decides is that the user runs it, or that it is on `PATH`.)
 fn narrowed(root: PathBuf, program: &Path, at: &Where) -> PathBuf {
     let home = at.home;
-    let shared = ["/tmp", "/var/tmp", "/home", "/root"].iter().any(|d| root.starts_with(d)) && !root.starts_with(home);
     let broad = (home.as_os_str().len() > 1 && (home.starts_with(&root) || root.parent() == Some(home)))
         || at.project.starts_with(&root)
-        || root.parent().is_none_or(|p| p == Path::new("/"))
-        || shared;
+        || root.parent().is_none_or(|p| p == Path::new("/"));
     if broad {
         program.to_path_buf()
     } else {
