@@ -206,8 +206,10 @@ impl Live {
         let state = project.bin()?.get(agent)?.state;
         let mark = console.output_mark();
         if state == State::Executing && !wrote && project.config.wrap.turn_quiet_ms > 0 && quiet >= turn_quiet && self.turn_mark != Some(mark) {
-            self.turn_mark = Some(mark);
+            // Only a turn with changes ends here: a write this look's sync missed (the agent
+            // wrote while a slow step ran) ends it at the next look.
             if project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
+                self.turn_mark = Some(mark);
                 turn_ended(project, agent)?;
             }
         }
