@@ -319,6 +319,11 @@ fn project_scripts_reach_no_host_path_through_their_first_line_nor_a_clis_state(
         let listed: Vec<&str> = r.stdout.lines().filter(|l| host_run.iter().any(|h| h == l)).collect();
         assert!(listed.is_empty(), "{argv:?} saw the host's /run: {listed:?}\n{seen}");
     }
+    // Nor through a `PATH` that finds the project's `claude` first.
+    let path = format!(".:{}", std::env::var("PATH").unwrap_or_default());
+    let out = f.cmd().args(["wrap", "--", "claude"]).env("HOME", home.path()).env("PATH", &path).stdin(Stdio::null()).output().unwrap();
+    let r = Run::from(out);
+    assert!(!format!("{}{}", r.stdout, r.stderr).contains("PLANTED") && r.stdout.contains("ran"), "{r:?}");
     // A program outside the project keeps its own interpreter, off PATH (a pipx tool's venv).
     let venv = home.path().join(".local/share/pipx/venvs/tool/bin");
     std::fs::create_dir_all(&venv).unwrap();

@@ -10,11 +10,22 @@ use std::path::{Path, PathBuf};
 
 /// The `[wrap] state` entries command `program` sees: its own (`claude:.claude` for
 /// `claude`), and those without a command. Another CLI's state (its credentials) is hidden.
-pub(super) fn state_of(program: &str, project: &Path, entries: &[String]) -> Vec<String> {
+/// `search`: the command's `PATH`.
+pub(super) fn state_of(program: &str, project: &Path, search: &str, entries: &[String]) -> Vec<String> {
     // A program given by a relative path, or in the project (which agents write), is no
-    // agent CLI: `./claude` never gets claude's state.
+    // agent CLI: `./claude` never gets claude's state, nor does a `claude` that `PATH` (a
+    // relative entry in it, say) finds in the project.
     let path = Path::new(program);
-    let in_project = program.contains('/') && (path.is_relative() || path.starts_with(project));
+    let found = if program.contains('/') {
+        path.is_absolute().then(|| path.to_path_buf())
+    } else {
+        // In `PATH`'s order; a relative entry (`.`, empty) is taken in the project.
+        search.split(':').map(|d| if d.starts_with('/') { Path::new(d).join(program) } else { project.join(d).join(program) }).find(|p| p.is_file())
+    };
+    let in_project = match found {
+        Some(p) => p.starts_with(project) || std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(project)),
+        None => true,
+    };
     let name = if in_project { String::new() } else { state_name(program) };
     entries
         .iter()
