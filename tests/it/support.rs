@@ -126,6 +126,20 @@ impl Fixture {
     }
 }
 
+/// A failing test shows the tail of cairn's log (warnings of background work: a wrap session's
+/// sync, the daemon's loop), the only trace of what went wrong once the temp dir is gone.
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        if let Ok(log) = std::fs::read_to_string(self.home.join("logs/cairn.log")) {
+            let lines: Vec<&str> = log.lines().collect();
+            eprintln!("--- tail of $CAIRN_HOME/logs/cairn.log ---\n{}", lines[lines.len().saturating_sub(60)..].join("\n"));
+        }
+    }
+}
+
 fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();

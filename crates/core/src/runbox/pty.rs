@@ -91,10 +91,12 @@ impl Console {
 
     /// Types `text` into the agent's terminal as the user's next message: pasted (bracketed,
     /// when the agent asked for it; else on one line) and sent with Enter. Control characters
-    /// in `text` are the caller's to escape. False when there is no terminal.
-    pub fn type_message(&self, text: &str) -> bool {
-        let Ok(guard) = self.inner.master.lock() else { return false };
-        let Some(master) = guard.as_ref() else { return false };
+    /// in `text` are the caller's to escape. Returns the output mark just before Enter (output
+    /// after it is the agent's answer, not the echo of the paste); None when there is no
+    /// terminal.
+    pub fn type_message(&self, text: &str) -> Option<i64> {
+        let Ok(guard) = self.inner.master.lock() else { return None };
+        let Some(master) = guard.as_ref() else { return None };
         let body = if self.inner.paste.load(Ordering::SeqCst) {
             format!("\x1b[200~{text}\x1b[201~")
         } else {
@@ -113,10 +115,11 @@ impl Console {
         // The paste, then Enter on its own: a TUI that reads the paste as one event submits it
         // with the next key, as when the user pastes and presses Enter.
         if !write_all(body.as_bytes()) {
-            return false;
+            return None;
         }
         std::thread::sleep(Duration::from_millis(150));
-        write_all(b"\r")
+        let before = self.output_mark();
+        write_all(b"\r").then_some(before)
     }
 }
 

@@ -196,22 +196,27 @@ impl Live {
         // its next turn (the turn so far does not end on the silence before it).
         if console.output_mark() > 0 && quiet >= FEEDBACK_QUIET {
             if let Some(text) = crate::review::feedback::take(project, agent, "terminal")? {
-                if !console.type_message(&text) {
-                    tracing::warn!(agent, "the feedback could not be typed into the agent's terminal");
+                // The turn goes on until the agent answers: its output after Enter (taken after
+                // typing, a fast answer's whole output would pass for the silence before it).
+                match console.type_message(&text) {
+                    Some(before) => self.turn_mark = Some(before),
+                    None => tracing::warn!(agent, "the feedback could not be typed into the agent's terminal"),
                 }
-                self.turn_mark = Some(console.output_mark());
                 return Ok(());
             }
         }
         let turn_quiet = Duration::from_millis(project.config.wrap.turn_quiet_ms);
         let state = project.bin()?.get(agent)?.state;
         let mark = console.output_mark();
-        if state == State::Executing && !wrote && project.config.wrap.turn_quiet_ms > 0 && quiet >= turn_quiet && self.turn_mark != Some(mark) {
+        // An end that failed halfway (`submitting`) is finished at the next look.
+        let ended = state == State::Submitting || (state == State::Executing && !wrote && project.config.wrap.turn_quiet_ms > 0 && quiet >= turn_quiet && self.turn_mark != Some(mark));
+        if ended {
             // Only a turn with changes ends here: a write this look's sync missed (the agent
             // wrote while a slow step ran) ends it at the next look.
             if project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
-                self.turn_mark = Some(mark);
+                // Spent once the turn is in review: a failed end is tried again at the next look.
                 turn_ended(project, agent)?;
+                self.turn_mark = Some(mark);
             }
         }
         Ok(())
