@@ -10,7 +10,6 @@ use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
 use std::io::Write;
-
 use std::path::{Path, PathBuf};
 
 /// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
@@ -30,7 +29,6 @@ pub struct Cli {
     pub command: Cmd,
 }
 
-/// The subcommands.
 /// `cairn wrap state ...`.
 #[derive(Debug, Subcommand)]
 pub enum WrapSub {
@@ -198,6 +196,8 @@ pub enum Cmd {
     Review(crate::review_cli::ReviewCmd),
     #[command(flatten)]
     Orch(crate::orch_cli::OrchCmd),
+    /// The project's .cairn.toml: `cairn config trust` lets its keys that reach your machine apply.
+    Config { #[command(subcommand)] cmd: crate::config_cli::ConfigCmd },
     /// Open the agent's version in your editor, in a confined copy-on-write view (nothing copied);
     /// what you write there is thrown away unless --amend. A jj workspace preview prints its path.
     Preview {
@@ -319,7 +319,6 @@ pub fn render_error(e: &Error) {
     }
 }
 
-
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
     let (cmd, json) = match cli.command {
@@ -327,6 +326,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Sandbox { .. } | Cmd::Confine { .. } | Cmd::JjEdit { .. } => return Ok(0),
         Cmd::Nvim => return crate::host::run(open_project(root, home, false)?).map(|_| 0),
         Cmd::Orch(cmd) => return crate::orch_cli::run(opened(root, home)?, cmd),
+        Cmd::Config { cmd } => return crate::config_cli::run(root, home, cmd),
         Cmd::Doctor { json } => return Ok(crate::render::doctor(&cairn_core::doctor::run(&open_project(root, home, false)?)?, json)),
         Cmd::Events { since, follow, agent, json } => return crate::stream::run(&opened(root, home)?, since, follow, json, agent.as_deref()).map(|_| 0),
         Cmd::Task { cmd } => return crate::task_cli::run(&opened(root, home)?, cmd),

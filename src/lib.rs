@@ -6,6 +6,7 @@
 //!   `render` shows outputs;
 //! - [`daemon`]: the loop of a long-running process (`cairn up`, the Neovim host): recovery,
 //!   the watcher, signal files and the worker pool;
+//! - [`config_cli`]: `cairn config trust`, the user vouching for a project's `.cairn.toml`;
 //! - [`signals`]: signal files dropped by shells, parsed into commands;
 //! - [`stream`]: `cairn events`, the event stream on stdout;
 //! - [`task_cli`]: `cairn task`, the task graph, and `cairn session exec`;
@@ -30,6 +31,7 @@ macro_rules! errln {
 }
 
 pub mod cli;
+pub mod config_cli;
 pub mod daemon;
 pub mod stream;
 pub mod task_cli;

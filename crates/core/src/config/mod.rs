@@ -4,6 +4,7 @@
 //! Layers, later wins: built-in defaults, `$CAIRN_HOME/config.toml`, `<project>/.cairn.toml`,
 //! `CAIRN_<SECTION>_<KEY>` environment variables, then flags (applied by the caller on the
 //! returned [`Config`]). Unknown keys warn, naming the key; bad values are errors naming the key.
+//! The project's file sets keys that reach past its confinement only once trusted ([`trust`]).
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use toml::{Table, Value};
 
 mod env;
 mod schema;
+pub mod trust;
 pub use env::{unknown_env, ENV_ALIASES};
 pub use schema::{Kind, KeyDef, SCHEMA};
 
@@ -299,14 +301,20 @@ pub fn load(cairn_home: &Path, project_root: Option<&Path>, env: &dyn Fn(&str) -
     if let Some(root) = project_root {
         files.push(root.join(".cairn.toml"));
     }
-    for file in files {
+    for (i, file) in files.into_iter().enumerate() {
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(&file, e)),
         };
         let origin = file.display().to_string();
-        let layer: Table = toml::from_str(&text).map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+        let mut layer: Table = toml::from_str(&text).map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+        if i > 0 && !trust::is_trusted(cairn_home, &file, &text) {
+            let ignored = trust::restrict(&mut layer, &table);
+            if !ignored.is_empty() {
+                warnings.push(trust::warning(&file, &ignored));
+            }
+        }
         merge_layer(&mut table, layer, &origin, &mut warnings)?;
     }
     for def in SCHEMA {

@@ -230,6 +230,7 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
     }
     // The overlay is closed (waited for here) before it moves.
     drop(closing);
+    phases.mark("closed");
     let summary = format!("accepted: {} written, {} deleted", report.written.len(), report.deleted.len());
     // Its overlay is archived meanwhile (a resumed accept finds it there too).
     let (finished, archived) = std::thread::scope(|s| {
