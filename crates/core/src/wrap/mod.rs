@@ -195,12 +195,17 @@ impl Live {
         // Feedback first, once the agent has drawn its screen and gone still: what it answers is
         // its next turn (the turn so far does not end on the silence before it).
         if console.output_mark() > 0 && quiet >= FEEDBACK_QUIET {
-            if let Some(text) = crate::review::feedback::take(project, agent, "terminal")? {
+            let bin = project.bin()?;
+            let taken = bin.take_feedback(agent, "terminal")?;
+            if !taken.is_empty() {
                 // The turn goes on until the agent answers: its output after Enter (taken after
                 // typing, a fast answer's whole output would pass for the silence before it).
-                match console.type_message(&text) {
+                match console.type_message(&crate::review::feedback::render(&taken)) {
                     Some(before) => self.turn_mark = Some(before),
-                    None => tracing::warn!(agent, "the feedback could not be typed into the agent's terminal"),
+                    None => {
+                        tracing::warn!(agent, "the feedback could not be typed into the agent's terminal; it waits for the next way to reach the agent");
+                        bin.untake_feedback(agent, &taken)?;
+                    }
                 }
                 return Ok(());
             }

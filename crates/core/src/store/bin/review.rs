@@ -281,6 +281,17 @@ impl Bin {
         Ok(rows)
     }
 
+    /// Feedback [`Bin::take_feedback`] returned whose delivery failed (the agent's terminal
+    /// was gone): undelivered again, for the next way it can reach the agent.
+    pub fn untake_feedback(&self, id: &str, taken: &[Feedback]) -> Result<()> {
+        let tx = self.write_tx()?;
+        for f in taken {
+            tx.execute("UPDATE feedback SET delivered_ms = NULL, delivered_via = NULL WHERE agent_id = ?1 AND seq = ?2", params![id, f.seq])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Every revision after the first, oldest first.
     pub fn revisions_of(&self, id: &str) -> Result<Vec<Revision>> {
         let mut st = self.conn.prepare_cached("SELECT revision, ts_ms, why FROM revisions WHERE agent_id = ?1 ORDER BY revision")?;
