@@ -264,7 +264,20 @@ fn program(name: &str, at: &Where) -> Option<PathBuf> {
 }
 
 fn on_path(name: &str, at: &Where) -> Option<PathBuf> {
-    at.path.split(':').filter(|d| d.starts_with('/')).map(|d| Path::new(d).join(name)).find(|p| executable(p))
+    which(name, &at.path, None)
+}
+
+/// The executable `PATH` (`search`) finds for command `name`, in its order. A relative entry
+/// (`.`, empty) is taken under `relative_in` when given, else skipped.
+pub(crate) fn which(name: &str, search: &str, relative_in: Option<&Path>) -> Option<PathBuf> {
+    search
+        .split(':')
+        .filter_map(|d| match (d.starts_with('/'), relative_in) {
+            (true, _) => Some(Path::new(d).join(name)),
+            (false, Some(base)) => Some(base.join(d).join(name)),
+            (false, None) => None,
+        })
+        .find(|p| executable(p))
 }
 
 fn executable(p: &Path) -> bool {

@@ -19,8 +19,8 @@ pub(super) fn state_of(program: &str, project: &Path, search: &str, entries: &[S
     let found = if program.contains('/') {
         path.is_absolute().then(|| path.to_path_buf())
     } else {
-        // In `PATH`'s order; a relative entry (`.`, empty) is taken in the project.
-        search.split(':').map(|d| if d.starts_with('/') { Path::new(d).join(program) } else { project.join(d).join(program) }).find(|p| p.is_file())
+        // A relative entry of `PATH` (`.`, empty) is taken in the project.
+        crate::runbox::wrap::which(program, search, Some(project))
     };
     let in_project = match found {
         Some(p) => p.starts_with(project) || std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(project)),
