@@ -128,9 +128,11 @@ fn the_proposal_grows_while_cmd_runs_and_survives_a_kill_of_cairn_wrap() {
     use std::io::Write;
     conn.write_all(b"g").unwrap();
     let (_conn2, _) = l.accept().unwrap();
-    // Killed right after the second write: whatever it wrote is kept, for review.
+    // Killed right after the second write, halfway through its end (`submitting`, as a
+    // kill inside the submit leaves it): whatever it wrote is kept, for review.
     child.kill().unwrap();
     child.wait().unwrap();
+    f.project().bin().unwrap().transition(&id, cairn::lifecycle::State::Submitting, "submit", Default::default()).unwrap();
     assert!(diff_has(&f, &id, "second.txt") && diff_has(&f, &id, "first.txt"), "{}", f.cairn(&["diff", &id]).stdout);
     assert_eq!(f.status(&id).state.as_str(), "reviewing");
     assert_eq!(f.read_str("first.txt"), None, "nothing landed");

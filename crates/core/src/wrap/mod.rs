@@ -218,7 +218,7 @@ impl Live {
         if ended {
             // Only a turn with changes ends here: a write this look's sync missed (the agent
             // wrote while a slow step ran) ends it at the next look.
-            if project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
+            if state == State::Submitting || project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
                 // Spent once the turn is in review: a failed end is tried again at the next look.
                 turn_ended(project, agent)?;
                 self.turn_mark = Some(mark);
@@ -260,7 +260,8 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
         project.bin()?.transition(agent, State::Rejected, "finish", crate::store::bin::TransitionExtra { message: Some(&message), ..Default::default() })?;
         crate::jj::sync_locked(project, agent);
         project.archive_overlay(agent)?;
-    } else if state == State::Executing {
+    } else if matches!(state, State::Executing | State::Submitting) {
+        // (`submitting`: a turn's end that failed halfway is finished here.)
         changed = submit(project, agent, how)?;
     } else if let Some(o) = project.existing_overlay(agent)? {
         changed = o.paths()?.len();
@@ -281,7 +282,7 @@ pub fn recover(project: &Project) -> Result<Vec<String>> {
 pub fn recover_in(project: &Project, bin: &crate::store::bin::Bin) -> Result<Vec<String>> {
     let orphans = bin.wrap_orphans(&worker_alive)?;
     for id in &orphans {
-        if project.bin()?.get(id)?.state != State::Executing {
+        if !matches!(project.bin()?.get(id)?.state, State::Executing | State::Submitting) {
             // Its turn was under review (or decided) when `cairn wrap` died: the session is over,
             // and the decision stands (what the layer holds beyond it was never the agent's
             // turn's end: the agent files rejected hunks too).
