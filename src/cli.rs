@@ -41,8 +41,8 @@ pub enum WrapSub {
 
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
-    /// Create .agentfs/ and index the project into stable.db.
-    Init,
+    /// Create .agentfs/ and index the project into stable.db (a state Cairn did not make is set aside).
+    Init { #[arg(long, help = "Keep the .agentfs/ found here as yours (a backup you restored, an older Cairn's)")] adopt: bool },
     /// Queue an agent; prints its id.
     Queue {
         /// A .pym path (file provider), code (inline) or a task (llm).
@@ -338,7 +338,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
             let out = command::execute_check(&file, interpreter)?;
             return Ok(crate::render::check(&out, json));
         }
-        Cmd::Init => (Command::Init, false),
+        Cmd::Init { adopt } => (if adopt { cairn_core::origin::mark(&open_project(root, home, true)?.root).map(|()| Command::Init)? } else { Command::Init }, false),
         Cmd::Queue { reference, provider, priority, json } => (Command::Queue { reference, provider, priority, key: None }, json),
         Cmd::Spawn { reference, provider, json } => (Command::Queue { reference, provider, priority: Priority::High, key: None }, json),
         Cmd::Run { reference, provider, interpreter, json } => (Command::Run { reference, provider, interpreter }, json),

@@ -49,6 +49,9 @@ fn esc(text: &str) -> String {
 pub(crate) fn output(project: &Project, out: &Output) -> i32 {
     match out {
         Output::Init(r) => {
+            if let Some(what) = &r.set_aside {
+                errln!("cairn: warning: Cairn's state here was not made by this Cairn ({}); nothing in it is used. `cairn init --adopt` instead keeps such a state as yours", esc(what));
+            }
             if let Some(why) = &r.rebuilt {
                 errln!("cairn: warning: the index was damaged ({}): set aside as .agentfs/stable.db.damaged and rebuilt from the tree", esc(why));
             }

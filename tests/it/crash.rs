@@ -198,6 +198,11 @@ fn corruption_is_named_and_never_silent() {
         assert!(!bin.exists() || std::fs::metadata(&bin).unwrap().len() == 0, "{damage}: bin.db was recreated");
     }
     std::fs::write(&bin, &saved).unwrap();
+    // Restored from a backup (a new file, as a clone's or a pull's would be): the user says
+    // it is theirs, then it is used.
+    let r = f.cairn(&["list-agents"]);
+    assert!(r.code == 1 && r.stderr.contains("cairn init --adopt"), "{r:?}");
+    f.cairn(&["init", "--adopt"]).ok();
 
     // stable.db overwritten in its middle: named, and doctor reports it.
     let stable = agentfs.join("stable.db");

@@ -9,6 +9,7 @@ mod architecture;
 mod boundary;
 mod budgets;
 mod cli;
+mod cloned_state;
 mod config_gc;
 mod corpus;
 mod cpython;

@@ -45,6 +45,7 @@ fn quick_check(path: &std::path::Path) -> String {
             return Err("empty (truncated)".into());
         }
         let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| e.to_string())?;
+        crate::store::harden(&conn).map_err(|e| e.to_string())?;
         let rows: Vec<String> = conn
             .prepare("PRAGMA quick_check")
             .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())

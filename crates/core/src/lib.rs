@@ -6,7 +6,7 @@
 //! resolve `CAIRN_HOME`, the configuration layers and the binary path and pass them in.
 //!
 //! Modules in reading order: the data ([`paths`], [`config`], [`lifecycle`], [`project`],
-//! [`store`]), the mirror ([`sync`], [`watcher`], [`index`]), the agent side ([`view`],
+//! [`origin`], [`store`]), the mirror ([`sync`], [`watcher`], [`index`]), the agent side ([`view`],
 //! [`externals`], [`sandbox`], [`providers`], [`llm`]), the flow ([`orchestrator`],
 //! [`review`], [`workspace`], [`gc`]) and the one command model every edge goes through
 //! ([`command`]), and [`display`] (agent text made safe to show).
@@ -24,6 +24,7 @@ pub mod lifecycle;
 pub mod events;
 pub mod bell;
 pub mod project;
+pub mod origin;
 pub mod store;
 pub mod sync;
 pub mod tasks;

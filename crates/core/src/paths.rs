@@ -213,10 +213,34 @@ impl IgnoreRules {
     }
 }
 
+/// Agent id `id` as one path component. Ids come from `bin.db`, which a clone may carry: one
+/// that is not an id Cairn makes (letters, digits, `-`, `_`; at most 64) becomes a name of
+/// its own that cannot leave the directory it is joined to (`x-` and a hash of it). Every path
+/// named after an agent is made through this.
+pub fn id_part(id: &str) -> std::borrow::Cow<'_, str> {
+    let ok = (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        std::borrow::Cow::Borrowed(id)
+    } else {
+        std::borrow::Cow::Owned(format!("x-{}", &blake3::hash(id.as_bytes()).to_hex()[..16]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{normalize, protected};
+    use super::{id_part, normalize, protected};
     use std::path::Path;
+
+    #[test]
+    fn an_id_from_a_database_names_one_path_component() {
+        assert_eq!(id_part("a5c2c6"), "a5c2c6");
+        for hostile in ["../../home/u/important", "x/../../y", "", ".", "..", "a\0b", &"a".repeat(65), "/abs", "a b"] {
+            let part = id_part(hostile);
+            assert!(part.starts_with("x-") && part.len() == 18 && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'), "{hostile:?} -> {part}");
+            assert_eq!(Path::new("/d").join(&*part).parent(), Some(Path::new("/d")));
+        }
+        assert_ne!(id_part("../a"), id_part("../b"), "distinct ids stay distinct");
+    }
 
     #[test]
     fn protected_paths() {

@@ -26,7 +26,7 @@ impl Home {
     }
     /// The workspace of one agent.
     pub fn workspace(&self, id: &str) -> PathBuf {
-        self.workspaces().join(id)
+        self.workspaces().join(&*crate::paths::id_part(id))
     }
     /// Saved diffs of previews.
     pub fn previews(&self) -> PathBuf {
@@ -67,6 +67,9 @@ pub struct Project {
     /// The environment of the process that opened the project, passed in by the edge: confined
     /// runs pick their allow-list (`PATH`, `LANG`, `TERM`, `[run] env`) and `HOME` from it.
     pub env: HostEnv,
+    /// When the state was last found Cairn's own (`origin::check`), in ms: checked again after
+    /// a second (a long-lived host notices a pull that replaced it), not on every open.
+    pub(crate) origin_ok_ms: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// Environment variables handed to the core by the edge. Its `Debug` shows names only: the
@@ -91,7 +94,7 @@ impl Project {
     /// `cairn` binary that sandbox children run.
     pub fn new(root: &Path, home: Home, config: Config, exe: PathBuf) -> Result<Project> {
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
-        Ok(Project { root, home, config, exe, actor: "human".to_string(), env: HostEnv::default() })
+        Ok(Project { root, home, config, exe, actor: "human".to_string(), env: HostEnv::default(), origin_ok_ms: Default::default() })
     }
 
     /// Finds the project containing `start`: the nearest ancestor with `.agentfs/`.
@@ -112,7 +115,11 @@ impl Project {
     /// in Cairn's top directory, so git never sees, stashes, cleans or commits Cairn's state
     /// and jj never snapshots it.
     pub fn state_dir(&self, dir: &Path) -> Result<()> {
+        let fresh = std::fs::symlink_metadata(self.agentfs()).is_err();
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        if fresh && dir.starts_with(self.agentfs()) {
+            crate::origin::mark(&self.root)?;
+        }
         for top in [self.agentfs(), self.root.join(".grail")] {
             let ignore = top.join(".gitignore");
             if dir.starts_with(&top) && !ignore.exists() {
@@ -123,11 +130,11 @@ impl Project {
     }
     /// `<root>/.grail/agents/<id>`.
     pub fn agent_dir(&self, id: &str) -> PathBuf {
-        self.root.join(".grail").join("agents").join(id)
+        self.root.join(".grail").join("agents").join(&*crate::paths::id_part(id))
     }
     /// `<root>/.agentfs/agent-<id>.db`.
     pub fn overlay_path(&self, id: &str) -> PathBuf {
-        self.agentfs().join(format!("agent-{id}.db"))
+        self.agentfs().join(format!("agent-{}.db", crate::paths::id_part(id)))
     }
 
     /// Fails unless `init` has run.
@@ -142,6 +149,8 @@ impl Project {
 
     /// Refuses to go on when `bin.db` is missing or empty beside existing agent overlays.
     pub fn refuse_lost_bin(&self) -> Result<()> {
+        // Nothing of a state Cairn did not make is read (see `origin`).
+        crate::origin::check(&self.root, &self.origin_ok_ms)?;
         let bin = self.agentfs().join("bin.db");
         let len = std::fs::metadata(&bin).map(|m| m.len()).ok();
         // Never a silent fresh start over existing agents: their overlays would be orphaned.
@@ -185,14 +194,15 @@ impl Project {
         self.ensure_initialized()?;
         Bin::open(&self.agentfs().join("bin.db"))
     }
-    /// Opens (creating) the overlay of agent `id`.
+    /// Opens (creating) the overlay of agent `id`. Its template (an empty overlay, copied)
+    /// lives in `CAIRN_HOME`, never in the project, where a clone or a pull could put one.
     pub fn overlay(&self, id: &str) -> Result<Overlay> {
-        let template = self.agentfs().join(format!("overlay-v{}.template", crate::store::SCHEMA_VERSION));
+        let template = self.home.dir.join(format!("overlay-v{}.template", crate::store::SCHEMA_VERSION));
         Overlay::create(&self.overlay_path(id), &template)
     }
     /// `<root>/.agentfs/bin/agent-<id>.db`: where a decided agent's overlay is kept until GC.
     pub fn archived_overlay_path(&self, id: &str) -> PathBuf {
-        self.agentfs().join("bin").join(format!("agent-{id}.db"))
+        self.agentfs().join("bin").join(format!("agent-{}.db", crate::paths::id_part(id)))
     }
     /// Opens the overlay of agent `id`, live or archived, only if it exists.
     pub fn existing_overlay(&self, id: &str) -> Result<Option<Overlay>> {
@@ -235,7 +245,7 @@ impl Project {
         if !self.overlay_path(id).is_file() {
             return Ok(None);
         }
-        let to = self.agentfs().join("bin").join(format!("agent-{id}.attempt-{}.db", crate::time::now_ms()));
+        let to = self.agentfs().join("bin").join(format!("agent-{}.attempt-{}.db", crate::paths::id_part(id), crate::time::now_ms()));
         self.move_overlay(id, &to)?;
         Ok(Some(to))
     }
@@ -271,7 +281,7 @@ impl Project {
         for base in [self.overlay_path(id), self.archived_overlay_path(id)] {
             self.remove_db_files(&base)?;
         }
-        let attempt = format!("agent-{id}.attempt-");
+        let attempt = format!("agent-{}.attempt-", crate::paths::id_part(id));
         for e in std::fs::read_dir(self.agentfs().join("bin")).into_iter().flatten().flatten() {
             if e.file_name().to_string_lossy().starts_with(&attempt) {
                 let p = e.path();

@@ -54,7 +54,7 @@ pub fn materialize(project: &Project, id: &str) -> Result<Materialized> {
 fn write_preview_diff(project: &Project, changes: &[crate::review::diff::FileChange], id: &str) -> Result<()> {
     let previews = project.home.previews();
     std::fs::create_dir_all(&previews).map_err(|e| Error::io(&previews, e))?;
-    let dpath = previews.join(format!("{id}.diff"));
+    let dpath = previews.join(format!("{}.diff", crate::paths::id_part(id)));
     std::fs::write(&dpath, crate::review::unified(changes)).map_err(|e| Error::io(&dpath, e))
 }
 
@@ -224,7 +224,7 @@ pub fn remove(project: &Project, id: &str) -> Result<()> {
         return Ok(());
     }
     remove_tree(&dir)?;
-    let _ = std::fs::remove_file(project.home.previews().join(format!("{id}.diff")));
+    let _ = std::fs::remove_file(project.home.previews().join(format!("{}.diff", crate::paths::id_part(id))));
     Ok(())
 }
 

@@ -30,7 +30,7 @@ fn name(agent: &str) -> String {
 }
 
 fn dir(project: &Project, agent: &str) -> PathBuf {
-    project.agentfs().join("jj").join(agent)
+    project.agentfs().join("jj").join(&*crate::paths::id_part(agent))
 }
 
 /// Forgets and removes the agent's workspace, if there is one (one operation when it was

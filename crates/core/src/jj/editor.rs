@@ -64,7 +64,7 @@ pub enum Rewrite {
 }
 
 pub(super) fn plan_dir(project: &Project, agent: &str) -> PathBuf {
-    project.agentfs().join("jj").join(format!("{agent}.plan"))
+    project.agentfs().join("jj").join(format!("{}.plan", crate::paths::id_part(agent)))
 }
 
 /// Rewrites `commit` (an agent's change) to hold `wants` on its parents, in one operation;

@@ -88,7 +88,7 @@ pub fn collect(project: &Project) -> Result<Vec<String>> {
             if let Some(id) = name.strip_prefix("cairn-preview-") {
                 let _ = std::fs::remove_dir_all(project.home.workspace(id));
             } else if let Some(id) = name.strip_prefix("cairn-") {
-                let _ = std::fs::remove_dir_all(project.agentfs().join("jj").join(id));
+                let _ = std::fs::remove_dir_all(project.agentfs().join("jj").join(&*crate::paths::id_part(id)));
             }
             out.push(name.to_string());
         }

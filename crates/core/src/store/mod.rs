@@ -72,6 +72,7 @@ fn open_flags(path: &Path, schema: &str, flags: rusqlite::OpenFlags) -> Result<C
     // An error opening a database always names it: "file is not a database" alone helps nobody.
     let named = |e: rusqlite::Error| crate::error::Error::Database { path: path.to_path_buf(), message: format!("{e} (`cairn doctor` checks every database)") };
     let conn = Connection::open_with_flags(path, flags).map_err(named)?;
+    harden(&conn).map_err(named)?;
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(named)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
     // Closing the last connection neither checkpoints nor deletes the WAL: cairn processes
@@ -92,6 +93,18 @@ fn open_flags(path: &Path, schema: &str, flags: rusqlite::OpenFlags) -> Result<C
     Ok(conn)
 }
 
+/// Cairn's databases hold no triggers and no views, and their schema is never trusted to run
+/// functions: a database that came with a clone or a pull (the directory is git-ignored, so
+/// git overwrites its files at will) runs nothing on Cairn's reads and writes.
+pub(crate) fn harden(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::config::DbConfig;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    Ok(())
+}
+
 /// The project databases this process keeps one idle connection to, for its whole life.
 /// While any connection is open, SQLite keeps the WAL's index in shared memory; when the last
 /// one closes, the next open rebuilds it by reading the whole WAL (up to 1,000 pages), and
@@ -109,6 +122,7 @@ fn keep_open(path: &Path) {
     // A database replaced under the same name (a project re-initialized) gets a new keeper.
     kept.retain(|(p, _, _)| p != path);
     if let Ok(conn) = Connection::open(path) {
+        let _ = harden(&conn);
         let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
         // A first read maps the WAL index (SQLite opens it lazily); it stays mapped after.
         if conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).is_ok() {

@@ -25,6 +25,10 @@ pub struct InitReport {
     /// tree (it is derived data: nothing of an agent's is in it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rebuilt: Option<String>,
+    /// A state Cairn did not make (it came with the repository, a copy or a backup) was
+    /// found: why, and where it was set aside (see [`crate::origin`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<String>,
 }
 
 pub(crate) fn mtime_ns(md: &std::fs::Metadata) -> i64 {
@@ -111,6 +115,8 @@ pub fn init_rebuilding(project: &Project) -> Result<InitReport> {
 
 fn init_with(project: &Project, rebuild: bool) -> Result<InitReport> {
     let agentfs = project.agentfs();
+    // A state that came with the repository (or a copy) is set aside, never used.
+    let set_aside = crate::origin::set_aside(&project.root)?.map(|(why, to)| format!("{why}: set aside into {}", to.display()));
     project.refuse_lost_bin()?;
     project.state_dir(&agentfs)?;
     // Counting reads every page of the table: a damaged index shows here, before any write.
@@ -120,11 +126,12 @@ fn init_with(project: &Project, rebuild: bool) -> Result<InitReport> {
         Err(e) => return Err(e),
     };
     crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
+    crate::origin::mark(&project.root)?;
     let done = scan::scan(project, &mut stable, scan::Depth::Full)?;
     if done.written > CHECKPOINT_AFTER {
         stable.checkpoint()?;
     }
-    Ok(InitReport { files: done.files, dirs: done.dirs, hashed: done.hashed, removed: done.removed, rebuilt })
+    Ok(InitReport { files: done.files, dirs: done.dirs, hashed: done.hashed, removed: done.removed, rebuilt, set_aside })
 }
 
 /// Brings `stable.db` in line with the tree in O(directories + changes): the directories
@@ -139,6 +146,7 @@ pub fn catch_up(project: &Project) -> Result<scan::Scanned> {
     if stable.count()? == 0 {
         // A project never indexed: it becomes one, as `init` makes it.
         crate::store::bin::Bin::open(&agentfs.join("bin.db"))?;
+        crate::origin::mark(&project.root)?;
     }
     let done = scan::scan(project, &mut stable, scan::Depth::Pruned)?;
     if done.written > CHECKPOINT_AFTER {

@@ -61,7 +61,7 @@ pub struct Finished {
 
 /// The session's directory.
 fn dir_of(project: &Project, agent: &str) -> PathBuf {
-    project.home.dir.join("runs").join(format!("wrap-{agent}"))
+    project.home.dir.join("runs").join(format!("wrap-{}", crate::paths::id_part(agent)))
 }
 
 /// Starts (or resumes) the session's agent; returns its id, printed before CMD starts.

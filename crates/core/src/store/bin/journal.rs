@@ -93,7 +93,7 @@ impl Bin {
     /// `journal/<id>.old` beside `bin.db`.
     fn old_contents(&self, id: &str) -> PathBuf {
         let db = Path::new(self.conn.path().unwrap_or_default());
-        db.with_file_name("journal").join(format!("{id}.old"))
+        db.with_file_name("journal").join(format!("{}.old", crate::paths::id_part(id)))
     }
 
     /// Appends the entries' old contents to `id`'s file in one write; their places in it.
