@@ -51,7 +51,8 @@ pub fn open_preview(project: &Project, id: &str, argv: &[String], dir: &Path) ->
         return Err(Error::Tmux("not inside tmux: run `cairn preview ID` in a terminal, run cairn inside tmux, or set [tmux] auto_create_session = true".into()));
     }
     let cmd = format!("exec {}", command_line(argv));
-    let dir = dir.to_string_lossy().to_string();
+    // tmux expands `-c` as a format: a directory named `p#(cmd)` would run `cmd`.
+    let dir = dir.to_string_lossy().replace('#', "##");
     let state = project.home.state();
     std::fs::create_dir_all(&state).map_err(|e| Error::io(&state, e))?;
     let layout = project.config.tmux.layout.as_str();

@@ -28,7 +28,9 @@ function M.start(cmd, on_done)
         -- The pane stays until a key once the agent ends: its last answer, or why it did not
         -- start ("not found"), stays readable.
         local hold = { 'sh', '-c', '"$@"; code=$?; printf "\n[cairn: the agent ended (exit %s); press Enter to close]" "$code"; read _', 'sh' }
-        local tmux = vim.list_extend(vim.list_extend({ 'tmux', 'split-window', '-h', '-c', vim.fn.getcwd() }, hold), argv)
+        -- tmux expands `-c` as a format: `#` is doubled (a directory `p#(cmd)` runs nothing).
+        local dir = vim.fn.getcwd():gsub('#', '##')
+        local tmux = vim.list_extend(vim.list_extend({ 'tmux', 'split-window', '-h', '-c', dir }, hold), argv)
         vim.system(tmux)
       else
         vim.cmd('botright new')

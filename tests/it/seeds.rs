@@ -128,6 +128,10 @@ fn an_unknown_cairn_variable_is_named_not_ignored() {
 /// `cairn preview ID --tmux` outside tmux, on a tmux server private to the test.
 /// Its `nvim` is a stand-in that stays, as an editor does, until the server is killed.
 fn preview(f: &Fixture, tmpdir: &std::path::Path, id: &str) -> Run {
+    preview_with(f, tmpdir, id, &[])
+}
+
+fn preview_with(f: &Fixture, tmpdir: &std::path::Path, id: &str, env: &[(&str, &std::path::Path)]) -> Run {
     let bin = tmpdir.join("bin");
     if !bin.join("nvim").exists() {
         std::fs::create_dir_all(&bin).unwrap();
@@ -135,7 +139,7 @@ fn preview(f: &Fixture, tmpdir: &std::path::Path, id: &str) -> Run {
         std::fs::set_permissions(bin.join("nvim"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     }
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    Run::from(f.cmd().args(["preview", id, "--tmux"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir).env("PATH", path).output().unwrap())
+    Run::from(f.cmd().args(["preview", id, "--tmux"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir).env("PATH", path).envs(env.iter().copied()).output().unwrap())
 }
 
 fn panes(tmpdir: &std::path::Path, session: &str) -> usize {
@@ -168,4 +172,38 @@ fn outside_tmux_previews_open_in_a_session_of_their_own_laid_out() {
     assert_eq!(preview(&f, tmpdir.path(), &a).code, 0, "the agent's own pane again");
     assert_eq!(panes(tmpdir.path(), &session), 3, "the first shared pane, then one per agent");
     let _ = std::process::Command::new("tmux").args(["kill-server"]).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir.path()).status();
+}
+
+/// tmux expands its `-c` directory as a format: a project directory whose name the repository
+/// chose (`p#(cmd)`, the top directory of a tarball) runs nothing on the host.
+#[test]
+fn a_project_directory_named_like_a_tmux_format_runs_nothing_from_a_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("RAN");
+    let root = dir.path().join("p#(touch $CAIRN_TEST_MARK)#{pane_id}");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    let f = Fixture { root: root.canonicalize().unwrap(), home, dir, config: Default::default() };
+    f.init();
+    let id = f.run_ok("write_file('a.txt', 'A\\n')").id;
+    f.home_config("[tmux]\nauto_create_session = true\n");
+    let tmpdir = tempfile::tempdir().unwrap();
+    // The mark's path reaches the tmux server through the environment it starts with.
+    let opened = preview_with(&f, tmpdir.path(), &id, &[("CAIRN_TEST_MARK", &marker)]);
+    assert_eq!(opened.code, 0, "{opened:?}");
+    let session = opened.stderr.split("tmux attach -t ").nth(1).and_then(|s| s.split(')').next()).unwrap_or_default().to_string();
+    // The pane started in the project directory, named as it is.
+    let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).env_remove("TMUX").env("TMUX_TMPDIR", tmpdir.path()).output().unwrap();
+    let out = tmux(&["display-message", "-p", "-t", &session, "#{pane_current_path}"]);
+    // A control job, started after the pane: once it ran, the pane's would have too.
+    let control = f.dir.path().join("CONTROL");
+    wait_until(30, "tmux's control job", || {
+        tmux(&["display-message", "-p", "-t", &session, &format!("#(touch {})", control.display())]);
+        control.exists()
+    });
+    tmux(&["kill-server"]);
+    assert!(!marker.exists(), "tmux ran a command from the project's name");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("#(touch"), "{out:?}");
 }
