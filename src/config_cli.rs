@@ -33,7 +33,7 @@ pub fn run(root: Option<&Path>, home: &Path, cmd: ConfigCmd) -> Result<i32> {
     let set = trust::host_keys_in(&std::fs::read_to_string(&file).unwrap_or_default());
     match set.is_empty() {
         true => outln!("{}: trusted (it sets no key that reaches past the project)", cairn_core::display::escape_line(&file.display().to_string())),
-        false => outln!("{}: trusted; these keys now take effect: {}", cairn_core::display::escape_line(&file.display().to_string()), set.join(", ")),
+        false => outln!("{}: trusted; these keys now take effect:\n  {}", cairn_core::display::escape_line(&file.display().to_string()), set.join("\n  ")),
     }
     Ok(0)
 }

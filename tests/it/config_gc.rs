@@ -58,7 +58,7 @@ fn a_project_file_widens_nothing_until_trusted_and_an_edit_untrusts_it() {
     // Trusted, the file applies as written...
     f.write(".cairn.toml", &hostile);
     let trusted = f.cairn(&["config", "trust"]).ok().stdout;
-    assert!(trusted.contains("llm.command") && trusted.contains("wrap.network"), "{trusted}");
+    assert!(trusted.contains("llm.command = [\"sh\", \"-c\", \"touch ") && trusted.contains("wrap.network = \"host\""), "what is trusted is shown: {trusted}");
     let l = load();
     assert!(l.warnings.is_empty() && l.config.llm.command.len() == 3 && l.config.wrap.network == "host" && l.config.preview.ports == [8080], "{:?}", l.warnings);
     // ...until it changes, or the trust is withdrawn.

@@ -37,10 +37,14 @@ pub const HOST_KEYS: &[(&str, &str)] = &[
     ("preview", "ports"),
 ];
 
-/// The host keys `text` (a project file) sets, as `section.key`.
+/// The host keys `text` (a project file) sets, as `section.key = value` (escaped, cut at 200
+/// characters: what the user vouches for).
 pub fn host_keys_in(text: &str) -> Vec<String> {
     let table: Table = toml::from_str(text).unwrap_or_default();
-    HOST_KEYS.iter().filter(|(s, k)| table.get(*s).and_then(|t| t.get(*k)).is_some()).map(|(s, k)| format!("{s}.{k}")).collect()
+    HOST_KEYS
+        .iter()
+        .filter_map(|(s, k)| table.get(*s).and_then(|t| t.get(*k)).map(|v| format!("{s}.{k} = {}", crate::display::escape_line(&v.to_string()).chars().take(200).collect::<String>())))
+        .collect()
 }
 
 /// The file recording trusted project files: canonical path → hash of the trusted content.
