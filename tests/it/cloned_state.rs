@@ -98,3 +98,61 @@ fn a_template_or_trigger_planted_in_the_state_changes_no_proposal() {
     assert_eq!(f.read("Makefile"), None, "no trigger ran");
     assert_eq!(f.read_str("b.txt").as_deref(), Some("b"));
 }
+
+/// A pull can overwrite a database's WAL (SQLite replays it into the database on open): the
+/// replaced file is refused like a replaced database.
+#[test]
+fn a_wal_file_replaced_under_the_state_is_refused() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.run_ok("write_file('b.txt', 'b')");
+    let wal = f.root.join(".agentfs/bin.db-wal");
+    let bytes = std::fs::read(&wal).unwrap();
+    // Cairn's own: removed by another program (checkpointed, with its index) and made again on
+    // the next open, it is fine.
+    sql(&f.root.join(".agentfs/bin.db"), "");
+    std::fs::remove_file(&wal).unwrap();
+    let _ = std::fs::remove_file(f.root.join(".agentfs/bin.db-shm"));
+    f.cairn(&["list-agents"]).ok();
+    f.cairn(&["list-agents"]).ok();
+    // Written anew by someone else (as git writes a file): refused, naming it.
+    std::fs::remove_file(&wal).unwrap();
+    std::fs::write(&wal, &bytes).unwrap();
+    let r = f.cairn(&["list-agents"]);
+    assert!(r.code == 1 && r.stderr.contains("bin.db-wal was replaced"), "{r:?}");
+}
+
+/// Undo, the rollback of an interrupted accept and its resumption write the paths the accept
+/// journal names: a journal that names a path accept never writes (`.git/hooks/...`, outside
+/// the project), damaged or not Cairn's, writes nothing.
+#[test]
+fn a_journal_naming_a_path_accept_never_writes_writes_nothing() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), (".git/hooks/.keep", "")]);
+    let hook = "#!/bin/sh\ntouch /tmp/never\n";
+    let row = |id: &str, path: &str| {
+        format!(
+            "INSERT OR REPLACE INTO journal(agent_id, path, old_hash, old_mode, old_content, new_hash, new_mode) VALUES ('{id}', '{path}', X'{}', 493, X'{}', NULL, NULL);",
+            blake3::hash(hook.as_bytes()).to_hex(),
+            hook.bytes().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    };
+    let bin = f.root.join(".agentfs/bin.db");
+    // An accepted agent: undo.
+    let accepted = f.run_ok("write_file('b.txt', 'b')");
+    f.cairn(&["accept", &accepted.id]).ok();
+    // An accept left pending: rollback (reject) and resumption (accept).
+    let pending = f.run_ok("write_file('c.txt', 'c')");
+    let mut batch = format!("UPDATE agents SET accept_pending = 1 WHERE id = '{}';", pending.id);
+    for p in [".git/hooks/post-checkout", "../outside.sh", "/abs.sh", "sub/../../x.sh", ".cairn.toml"] {
+        batch.push_str(&row(&accepted.id, p));
+        batch.push_str(&row(&pending.id, p));
+    }
+    sql(&bin, &batch);
+    for args in [vec!["undo", &accepted.id], vec!["reject", &pending.id], vec!["accept", &pending.id]] {
+        let r = f.cairn(&args);
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert!(r.stderr.contains("names a path Cairn never writes"), "{args:?}: {}", r.stderr);
+    }
+    assert!(!f.root.join(".git/hooks/post-checkout").exists() && !f.root.join(".cairn.toml").exists());
+    assert!(!f.dir.path().join("outside.sh").exists() && !f.root.join("x.sh").exists());
+    assert_eq!(f.read_str("b.txt").as_deref(), Some("b"), "the undo did not run halfway");
+}

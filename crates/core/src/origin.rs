@@ -3,23 +3,33 @@
 //! files of an ignored directory at will on a pull. A shipped `bin.db` would list agents the
 //! user never ran (queued ones would start by themselves) and name paths after their ids.
 //!
-//! When Cairn makes `.agentfs/` it records, in `.agentfs/origin`, the inode numbers of the
-//! directory and of `bin.db`: files a clone, a copy or a pull creates get new ones, which no
-//! repository can know in advance. Every command checks them (with Cairn's state directories
+//! When Cairn makes `.agentfs/` it records, in `.agentfs/origin`, the identity (inode number
+//! and birth time) of the directory, of `bin.db` and `stable.db` and of their WAL files: files
+//! a clone, a copy or a pull creates get new ones, which no repository can know in advance. Every command checks them (with Cairn's state directories
 //! being real directories, not links) before it reads anything there; `cairn init` sets a
 //! foreign state aside (nothing is deleted) and starts afresh, or, with `--adopt`, keeps it
 //! as the user's own (a project restored from a backup, or made by an older Cairn).
 
 use crate::error::{Error, Result};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 fn record(root: &Path) -> PathBuf {
     root.join(".agentfs").join("origin")
 }
 
-fn ino(path: &Path) -> Option<u64> {
-    std::fs::symlink_metadata(path).ok().filter(|m| !m.file_type().is_symlink()).map(|m| m.ino())
+/// A file's identity: its inode number and birth time (a file made anew gets another, even
+/// where the file system hands the freed inode number straight back); `None` for a link or
+/// nothing.
+fn ino(path: &Path) -> Option<String> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let st = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE | StatxFlags::INO | StatxFlags::BTIME).ok()?;
+    if u32::from(st.stx_mode) & 0o170000 == 0o120000 {
+        return None;
+    }
+    Some(match StatxFlags::from_bits_retain(st.stx_mask).contains(StatxFlags::BTIME) {
+        true => format!("{}.{}.{}", st.stx_ino, st.stx_btime.tv_sec, st.stx_btime.tv_nsec),
+        false => st.stx_ino.to_string(),
+    })
 }
 
 /// The directories of Cairn's state that must be real directories when they exist.
@@ -41,16 +51,25 @@ pub fn foreign(root: &Path) -> Option<String> {
     let Ok(text) = std::fs::read_to_string(record(root)) else {
         return Some(format!("{} has no record that Cairn made it here", agentfs.display()));
     };
-    let mut words = text.split_whitespace().map(|w| w.parse::<u64>().ok());
-    let (made, bin) = (words.next().flatten(), words.next().flatten());
+    let (made, files) = parse(&text);
     if made != Some(dir) {
         return Some(format!("{} was made elsewhere (cloned, copied or restored)", agentfs.display()));
     }
-    let now = ino(&agentfs.join("bin.db"));
-    match (bin, now) {
-        (Some(b), Some(n)) if b != n => Some(format!("{} was replaced (not by Cairn)", agentfs.join("bin.db").display())),
-        _ => None,
-    }
+    // A file recorded and there now must be the one recorded (one gone is another matter:
+    // a lost `bin.db` is refused on its own, a WAL another program removed is made again).
+    files.iter().find(|(name, was)| ino(&agentfs.join(name)).is_some_and(|now| now != *was)).map(|(name, _)| format!("{} was replaced (not by Cairn)", agentfs.join(name).display()))
+}
+
+/// The files of `.agentfs/` whose identity is recorded: the databases every command reads
+/// and their WAL files (SQLite replays a WAL into its database on open).
+const TRACKED: [&str; 4] = ["bin.db", "bin.db-wal", "stable.db", "stable.db-wal"];
+
+/// The record: `<dir inode> name=inode...`.
+fn parse(text: &str) -> (Option<String>, Vec<(String, String)>) {
+    let mut words = text.split_whitespace();
+    let made = words.next().map(str::to_string);
+    let files = words.filter_map(|w| w.split_once('=')).filter(|(n, _)| TRACKED.contains(n)).map(|(n, i)| (n.to_string(), i.to_string())).collect();
+    (made, files)
 }
 
 /// Refuses a project (at `root`) whose state is not Cairn's own (see the module doc).
@@ -79,10 +98,27 @@ pub fn check(root: &Path, ok_ms: &std::sync::atomic::AtomicI64) -> Result<()> {
 /// user adopted it).
 pub fn mark(root: &Path) -> Result<()> {
     let Some(dir) = ino(&root.join(".agentfs")) else { return Ok(()) };
-    let bin = ino(&root.join(".agentfs").join("bin.db")).map(|b| format!(" {b}")).unwrap_or_default();
+    let files = TRACKED.iter().filter_map(|n| ino(&root.join(".agentfs").join(n)).map(|i| (n.to_string(), i))).collect();
+    write(root, dir, files)
+}
+
+/// Records the WAL of database `db` (in `.agentfs/`) that Cairn's own open just created.
+pub fn mark_new_wal(db: &Path) -> Result<()> {
+    let (Some(agentfs), Some(name)) = (db.parent(), db.file_name().and_then(|n| n.to_str())) else { return Ok(()) };
+    let wal = format!("{name}-wal");
+    let (Some(root), true) = (agentfs.parent(), agentfs.file_name().is_some_and(|n| n == ".agentfs") && TRACKED.contains(&wal.as_str())) else { return Ok(()) };
+    let Ok(text) = std::fs::read_to_string(record(root)) else { return Ok(()) };
+    let (Some(dir), mut files) = parse(&text) else { return Ok(()) };
+    files.retain(|(n, _)| *n != wal);
+    files.extend(ino(&agentfs.join(&wal)).map(|i| (wal, i)));
+    write(root, dir, files)
+}
+
+fn write(root: &Path, dir: String, files: Vec<(String, String)>) -> Result<()> {
+    let line: String = files.iter().map(|(n, i)| format!(" {n}={i}")).collect();
     let path = record(root);
-    let tmp = path.with_extension("part");
-    std::fs::write(&tmp, format!("{dir}{bin}\n")).and_then(|()| std::fs::rename(&tmp, &path)).map_err(|e| Error::io(&path, e))
+    let tmp = path.with_extension(format!("part-{}", std::process::id()));
+    std::fs::write(&tmp, format!("{dir}{line}\n")).and_then(|()| std::fs::rename(&tmp, &path)).map_err(|e| Error::io(&path, e))
 }
 
 /// Moves a foreign state aside, whole, into `.agentfs/set-aside-<ms>/` (`.agentfs` and

@@ -135,6 +135,20 @@ pub fn has_skipped_component(rel: &str) -> bool {
     rel.split('/').any(|c| ALWAYS_SKIPPED.contains(&c))
 }
 
+/// Refuses a stored project-relative path Cairn never writes or deletes: not normalized, in
+/// a protected or never-mirrored place, or naming the root. What accept checks of an overlay's
+/// paths and what a journal's paths (undo, rollback, a resumed accept) must pass too: a
+/// database may be damaged or not Cairn's.
+pub fn refuse_unwritable(rel: &str) -> Result<()> {
+    if let Some(rule) = protected(rel) {
+        return Err(Error::ProtectedPath { path: rel.to_string(), rule });
+    }
+    if rel.is_empty() || normalize(rel, Path::new("")).ok().as_deref() != Some(rel) || has_skipped_component(rel) {
+        return Err(Error::InvalidPath(shorten(rel)));
+    }
+    Ok(())
+}
+
 /// The parent of a project-relative path (`""` for top-level entries).
 pub fn parent(rel: &str) -> &str {
     rel.rfind('/').map_or("", |i| &rel[..i])

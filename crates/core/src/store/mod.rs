@@ -71,6 +71,7 @@ fn open_no_create(path: &Path, schema: &str) -> Result<Connection> {
 fn open_flags(path: &Path, schema: &str, flags: rusqlite::OpenFlags) -> Result<Connection> {
     // An error opening a database always names it: "file is not a database" alone helps nobody.
     let named = |e: rusqlite::Error| crate::error::Error::Database { path: path.to_path_buf(), message: format!("{e} (`cairn doctor` checks every database)") };
+    let had_wal = wal_of(path).exists();
     let conn = Connection::open_with_flags(path, flags).map_err(named)?;
     harden(&conn).map_err(named)?;
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(named)?;
@@ -90,6 +91,10 @@ fn open_flags(path: &Path, schema: &str, flags: rusqlite::OpenFlags) -> Result<C
         conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")).map_err(named)?;
     }
     keep_open(path);
+    if !had_wal && wal_of(path).exists() {
+        // Cairn's own WAL, not one a pull left (see `origin`).
+        crate::origin::mark_new_wal(path)?;
+    }
     Ok(conn)
 }
 

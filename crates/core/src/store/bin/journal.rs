@@ -207,6 +207,11 @@ impl Bin {
         let mut out = Vec::new();
         for row in rows {
             let (mut entry, place) = row?;
+            // Undo, rollback and a resumed accept write these paths: only ones accept writes.
+            if let Err(e) = crate::paths::refuse_unwritable(&entry.path) {
+                let db = self.conn.path().unwrap_or_default().into();
+                return Err(Error::Database { path: db, message: format!("the accept journal of agent {id} names a path Cairn never writes ({e}): it is damaged or not Cairn's; nothing was written") });
+            }
             if let (None, (Some(at), Some(len))) = (&entry.old_content, place) {
                 entry.old_content = Some(self.read_old(id, at as u64, len as u64)?);
             }
