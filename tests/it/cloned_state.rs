@@ -142,7 +142,8 @@ fn a_journal_naming_a_path_accept_never_writes_writes_nothing() {
     // An accept left pending: rollback (reject) and resumption (accept).
     let pending = f.run_ok("write_file('c.txt', 'c')");
     let mut batch = format!("UPDATE agents SET accept_pending = 1 WHERE id = '{}';", pending.id);
-    for p in [".git/hooks/post-checkout", "../outside.sh", "/abs.sh", "sub/../../x.sh", ".cairn.toml"] {
+    // (Paths that leave the project were refused before; these are inside it, protected.)
+    for p in [".git/hooks/post-checkout", ".cairn.toml", "sub/.GIT/config"] {
         batch.push_str(&row(&accepted.id, p));
         batch.push_str(&row(&pending.id, p));
     }
@@ -153,6 +154,6 @@ fn a_journal_naming_a_path_accept_never_writes_writes_nothing() {
         assert!(r.stderr.contains("names a path Cairn never writes"), "{args:?}: {}", r.stderr);
     }
     assert!(!f.root.join(".git/hooks/post-checkout").exists() && !f.root.join(".cairn.toml").exists());
-    assert!(!f.dir.path().join("outside.sh").exists() && !f.root.join("x.sh").exists());
+    assert!(!f.root.join("sub").exists());
     assert_eq!(f.read_str("b.txt").as_deref(), Some("b"), "the undo did not run halfway");
 }
