@@ -336,3 +336,33 @@ fn project_scripts_reach_no_host_path_through_their_first_line_nor_a_clis_state(
     let direct = Command::new("sh").arg(f.root.join("claude")).env("HOME", home.path()).output().unwrap();
     assert!(String::from_utf8_lossy(&direct.stdout).contains("PLANTED-CREDENTIAL gh"));
 }
+
+/// An agent CLI's keys go to that CLI alone: `claude` gets `ANTHROPIC_*`, not `OPENAI_*`; a
+/// `make` or a script the repository ships, run under wrap, gets no model key (it could spend
+/// it, or read the user's files kept with that API); `[wrap] env = ["cli:NAME"]` passes one more.
+#[test]
+fn an_agent_clis_keys_reach_that_cli_alone() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let bin = tempfile::tempdir().unwrap();
+    for cli in ["claude", "codex", "qwen"] {
+        let p = bin.path().join(cli);
+        std::fs::write(&p, "#!/bin/sh\necho \"A=$ANTHROPIC_API_KEY O=$OPENAI_API_KEY\"\n").unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    f.home_config("[wrap]\nenv = [\"qwen:OPENAI_API_KEY\"]\n");
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let run = |argv: &[&str]| {
+        let out = f.cmd().arg("wrap").arg("--").args(argv).env("PATH", &path).env("ANTHROPIC_API_KEY", "sk-ant").env("OPENAI_API_KEY", "sk-oai").stdin(Stdio::null()).output().unwrap();
+        let r = Run::from(out);
+        assert_eq!(r.code, 0, "{argv:?}: {r:?}");
+        r.stdout
+    };
+    assert_eq!(run(&["claude"]), "A=sk-ant O=\n");
+    assert_eq!(run(&["codex"]), "A= O=sk-oai\n");
+    assert_eq!(run(&["qwen"]), "A= O=sk-oai\n", "listed for it");
+    assert_eq!(run(&["sh", "-c", "echo \"A=$ANTHROPIC_API_KEY O=$OPENAI_API_KEY\""]), "A= O=\n");
+    // A project's own `claude` (an agent's script) is no agent CLI.
+    f.write("claude", "#!/bin/sh\necho \"A=$ANTHROPIC_API_KEY O=$OPENAI_API_KEY\"\n");
+    std::fs::set_permissions(f.root.join("claude"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(run(&["./claude"]), "A= O=\n");
+}

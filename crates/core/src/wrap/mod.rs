@@ -155,9 +155,9 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     let read_paths = expand(&w.read_paths);
     let mut shown = w.home.clone();
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
-    let mut env = env::allowed(&project.env.0, &w.env);
-    let search = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
-    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, search, &w.state), &hide, &layer);
+    let search = project.env.get("PATH").unwrap_or("/usr/bin:/bin").to_string();
+    let mut env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));
+    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
     let streams = match &opts.streams {

@@ -12,9 +12,21 @@ use std::path::{Path, PathBuf};
 /// `claude`), and those without a command. Another CLI's state (its credentials) is hidden.
 /// `search`: the command's `PATH`.
 pub(super) fn state_of(program: &str, project: &Path, search: &str, entries: &[String]) -> Vec<String> {
-    // A program given by a relative path, or in the project (which agents write), is no
-    // agent CLI: `./claude` never gets claude's state, nor does a `claude` that `PATH` (a
-    // relative entry in it, say) finds in the project.
+    let name = cli_of(program, project, search);
+    entries
+        .iter()
+        .filter_map(|e| match e.split_once(':') {
+            Some((cli, path)) if !cli.contains('/') => (!name.is_empty() && cli == name).then(|| path.to_string()),
+            _ => Some(e.clone()),
+        })
+        .collect()
+}
+
+/// The agent CLI command `program` is, by name (`claude`), for its state and its keys: empty
+/// for a program in the project (which agents write) or given by a relative path: `./claude`
+/// is no agent CLI, nor is a `claude` that `PATH` (a relative entry in it, say) finds there.
+/// `search`: the command's `PATH`.
+pub(super) fn cli_of(program: &str, project: &Path, search: &str) -> String {
     let path = Path::new(program);
     let found = if program.contains('/') {
         path.is_absolute().then(|| path.to_path_buf())
@@ -26,14 +38,7 @@ pub(super) fn state_of(program: &str, project: &Path, search: &str, entries: &[S
         Some(p) => p.starts_with(project) || std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(project)),
         None => true,
     };
-    let name = if in_project { String::new() } else { state_name(program) };
-    entries
-        .iter()
-        .filter_map(|e| match e.split_once(':') {
-            Some((cli, path)) if !cli.contains('/') => (!name.is_empty() && cli == name).then(|| path.to_string()),
-            _ => Some(e.clone()),
-        })
-        .collect()
+    if in_project { String::new() } else { state_name(program) }
 }
 
 /// The copy-on-write layer of an agent CLI's state: one per command name (`claude`,
