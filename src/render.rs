@@ -304,6 +304,12 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
         if !report.orphans.is_empty() {
             outln!("{} overlay(s) with no agent record (bin.db lost commits, e.g. its -wal file was deleted): {}", report.orphans.len(), esc(&report.orphans.join(", ")));
         }
+        if let Some(why) = &report.foreign {
+            outln!("state: not this Cairn's ({}): `cairn init` sets it aside, `cairn init --adopt` keeps it (see :help cairn-state-origin)", esc(why));
+        }
+        for p in &report.set_aside {
+            outln!("set aside by init (kept, never read; yours to look at or remove): {}", esc(&p.display().to_string()));
+        }
         if !report.special.is_empty() {
             outln!("{} special file(s) (FIFOs, sockets, devices: never indexed or opened): {}", report.special.len(), esc(&report.special.iter().take(10).cloned().collect::<Vec<_>>().join(", ")));
         }

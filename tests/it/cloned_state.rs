@@ -64,6 +64,7 @@ fn a_state_that_came_with_a_clone_is_set_aside_and_nothing_in_it_runs_deletes_or
     let aside: Vec<_> = std::fs::read_dir(f.root.join(".agentfs")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("set-aside-")).collect();
     assert_eq!(aside.len(), 1);
     assert!(aside[0].path().join("agentfs/bin.db").is_file() && aside[0].path().join("grail").is_dir(), "set aside whole, nothing deleted");
+    assert!(f.cairn(&["doctor"]).stdout.contains("set aside by init"), "doctor names it");
 
     // A pull overwrites the (ignored) bin.db with the attacker's: refused again.
     let shipped = std::fs::read(aside[0].path().join("agentfs/bin.db")).unwrap();
@@ -72,6 +73,8 @@ fn a_state_that_came_with_a_clone_is_set_aside_and_nothing_in_it_runs_deletes_or
     std::fs::write(&bin, shipped).unwrap();
     let r = f.cairn(&["list-agents"]);
     assert!(r.code == 1 && r.stderr.contains("bin.db was replaced"), "{r:?}");
+    let doc = f.cairn(&["doctor"]);
+    assert!(doc.code == 1 && doc.stdout.contains("state: not this Cairn's"), "{doc:?}");
 }
 
 /// What a pull can add to the user's own state runs nothing: an overlay template there is not

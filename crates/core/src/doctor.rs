@@ -36,6 +36,13 @@ pub struct Report {
     /// The jj integration: on (which jj, which version) or why not. Part of `ok` only when
     /// `[jj] enabled = true` insists on it.
     pub jj: crate::jj::Detection,
+    /// Why the state here is not Cairn's own (came with a clone, a pull, a copy: see
+    /// `origin`), when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign: Option<String>,
+    /// States `init` set aside (`.agentfs/set-aside-*`): kept, never read; the user's to
+    /// look at or remove.
+    pub set_aside: Vec<PathBuf>,
     pub ok: bool,
 }
 
@@ -88,7 +95,9 @@ pub fn run(project: &Project) -> Result<Report> {
     let databases: Vec<DbCheck> = dbs.into_iter().map(|path| DbCheck { result: quick_check(&path), path }).collect();
     // One comparison of the tree with the index (when the index opens): its drift, and the
     // special files in the tree.
-    let (unindexed, ghosts, stale, special) = if databases[0].result == "ok" {
+    // A state Cairn did not make is looked at (read-only, above), never used.
+    let foreign = crate::origin::foreign(&project.root);
+    let (unindexed, ghosts, stale, special) = if databases[0].result == "ok" && foreign.is_none() {
         let d = crate::sync::compare(project)?;
         (d.missing, d.extra, d.changed, d.specials)
     } else {
@@ -99,9 +108,11 @@ pub fn run(project: &Project) -> Result<Report> {
         Ok(layers) => ("ok".to_string(), layers),
         Err(e) => (e, Vec::new()),
     };
-    let orphans = if databases[1].result == "ok" { orphans(project, &databases)? } else { Vec::new() };
+    let orphans = if databases[1].result == "ok" && foreign.is_none() { orphans(project, &databases)? } else { Vec::new() };
     let ok = ok && orphans.is_empty();
     let jj = crate::jj::detect(project).0;
-    let ok = ok && !jj.error;
-    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, runs_layers, jj, ok })
+    let ok = ok && !jj.error && foreign.is_none();
+    let mut set_aside: Vec<PathBuf> = std::fs::read_dir(&agentfs).into_iter().flatten().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("set-aside-")).map(|e| e.path()).collect();
+    set_aside.sort();
+    Ok(Report { databases, unindexed, ghosts, stale, orphans, special, confined_runs, runs_layers, jj, foreign, set_aside, ok })
 }
