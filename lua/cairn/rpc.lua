@@ -105,6 +105,11 @@ function M.start()
   M.call_async('ping', nil, function(result)
     if result then
       config.apply_ui(result.ui)
+      -- Said once per host: an unknown key, or a project's .cairn.toml keys ignored until
+      -- `cairn config trust`.
+      for _, w in ipairs(result.config_warnings or {}) do
+        notify.warn(w)
+      end
     end
   end)
   vim.api.nvim_create_autocmd('VimLeavePre', {

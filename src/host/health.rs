@@ -20,12 +20,18 @@ pub(super) fn sandbox_health(exe: &std::path::Path) -> serde_json::Value {
 }
 
 
+/// What loading the configuration warned about (unknown keys, a project file's keys ignored
+/// until trusted): the plugin says it once when the host starts, and `:checkhealth` shows it.
+pub(super) fn config_warnings(project: &cairn_core::project::Project) -> Vec<String> {
+    cairn_core::config::load(&project.home.dir, Some(&project.root), &|k| std::env::var(k).ok()).map(|l| l.warnings).unwrap_or_else(|e| vec![e.to_string()])
+}
+
 /// Everything `:checkhealth cairn` shows, as one JSON object (`lua/cairn/health.lua`).
 pub(super) fn report(project: &cairn_core::project::Project, last_error: Option<String>) -> serde_json::Value {
     let db = project.agentfs().join("stable.db");
     let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
     let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let warnings = cairn_core::config::load(&project.home.dir, Some(&project.root), &|k| std::env::var(k).ok()).map(|l| l.warnings).unwrap_or_else(|e| vec![e.to_string()]);
+    let warnings = config_warnings(project);
     let runs = cairn_core::runbox::probe(project);
     serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),

@@ -211,7 +211,7 @@ impl Handler {
             self.ready.wait();
         }
         Ok(match method {
-            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "home": project.home.dir, "ui": project.config.ui, "indexing": !self.ready.is_ready() })),
+            "ping" => Ok(serde_json::json!({ "version": env!("CARGO_PKG_VERSION"), "root": project.root, "home": project.home.dir, "ui": project.config.ui, "indexing": !self.ready.is_ready(), "config_warnings": health::config_warnings(project) })),
             "queue" => {
                 let task = args.required("task")?;
                 let high = args.0.get("high").and_then(|v| v.as_bool()).unwrap_or(false);
