@@ -5,8 +5,9 @@
 //!
 //! When Cairn makes `.agentfs/` it records, in `.agentfs/origin`, the identity (inode number
 //! and birth time) of the directory, of `bin.db` and `stable.db` and of their WAL files: files
-//! a clone, a copy or a pull creates get new ones, which no repository can know in advance. Every command checks them (with Cairn's state directories
-//! being real directories, not links) before it reads anything there; `cairn init` sets a
+//! a clone, a copy or a pull creates get new ones, which no repository can know in advance.
+//! Every command checks them (with Cairn's state directories being real directories, not
+//! links) before it reads anything there; `cairn init` sets a
 //! foreign state aside (nothing is deleted) and starts afresh, or, with `--adopt`, keeps it
 //! as the user's own (a project restored from a backup, or made by an older Cairn).
 
@@ -118,7 +119,10 @@ fn write(root: &Path, dir: String, files: Vec<(String, String)>) -> Result<()> {
     let line: String = files.iter().map(|(n, i)| format!(" {n}={i}")).collect();
     let path = record(root);
     let tmp = path.with_extension(format!("part-{}", std::process::id()));
-    std::fs::write(&tmp, format!("{dir}{line}\n")).and_then(|()| std::fs::rename(&tmp, &path)).map_err(|e| Error::io(&path, e))
+    // A fresh file (a link planted at the temporary's name is removed, never followed).
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).and_then(|mut f| std::io::Write::write_all(&mut f, format!("{dir}{line}\n").as_bytes()));
+    written.and_then(|()| std::fs::rename(&tmp, &path)).map_err(|e| Error::io(&path, e))
 }
 
 /// Moves a foreign state aside, whole, into `.agentfs/set-aside-<ms>/` (`.agentfs` and
@@ -145,7 +149,7 @@ pub fn set_aside(root: &Path) -> Result<Option<(String, PathBuf)>> {
     if std::fs::symlink_metadata(&grail).is_ok() {
         moved(&grail, &into.join("grail"))?;
     }
-    std::fs::write(agentfs.join(".gitignore"), "# Cairn's state: never tracked (see `:help cairn`).\n*\n").map_err(|e| Error::io(&agentfs, e))?;
+    // (`init` goes on with `Project::state_dir`, which writes the new `.gitignore`.)
     mark(root)?;
     Ok(Some((why, into)))
 }

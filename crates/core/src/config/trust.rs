@@ -47,13 +47,10 @@ pub fn host_keys_in(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The file recording trusted project files: canonical path → hash of the trusted content.
-fn store(cairn_home: &Path) -> PathBuf {
-    cairn_home.join("trusted.json")
-}
-
+/// `$CAIRN_HOME/trusted.json`, the trusted project files: canonical path → hash of the
+/// trusted content.
 fn read_store(cairn_home: &Path) -> BTreeMap<String, String> {
-    std::fs::read(store(cairn_home)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    std::fs::read(cairn_home.join("trusted.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
 fn key_of(file: &Path) -> String {
@@ -78,8 +75,7 @@ pub fn set(cairn_home: &Path, root: &Path, trust: bool) -> Result<PathBuf> {
     }
     let json = serde_json::to_vec_pretty(&all).map_err(|e| Error::Internal(e.to_string()))?;
     std::fs::create_dir_all(cairn_home).map_err(|e| Error::io(cairn_home, e))?;
-    let tmp = store(cairn_home).with_extension("json.tmp");
-    std::fs::write(&tmp, json).and_then(|()| std::fs::rename(&tmp, store(cairn_home))).map_err(|e| Error::io(store(cairn_home), e))?;
+    crate::store::atomic::write_atomic(cairn_home, "trusted.json", &json, 0o600)?;
     Ok(file)
 }
 

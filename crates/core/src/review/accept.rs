@@ -68,7 +68,7 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     phases.mark("reviewed");
     // What is at each path now (a link, a FIFO) is looked at while the files are prepared.
     for c in &changed {
-        refuse_unsafe_name(project, &c.path)?;
+        crate::paths::refuse_unwritable(&c.path)?;
     }
     let conflicts: Vec<&super::FileChange> = changed.iter().filter(|c| c.conflicted()).collect();
     if !conflicts.is_empty() && !force {
@@ -112,16 +112,11 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
 /// an overlay holds (it may come from an older cairn, or be tampered with), and only over a
 /// regular file (or nothing).
 pub(crate) fn refuse_unsafe_path(project: &Project, rel: &str) -> Result<()> {
-    refuse_unsafe_name(project, rel)?;
+    crate::paths::refuse_unwritable(rel)?;
     match fsx::stat_nofollow(&project.root, rel)?.and_then(|st| super::prepare::not_a_file(st.st_mode)) {
         Some(what) => Err(Error::NotAFile { path: rel.to_string(), what }),
         None => Ok(()),
     }
-}
-
-/// The part of [`refuse_unsafe_path`] that looks at the name alone.
-fn refuse_unsafe_name(_project: &Project, rel: &str) -> Result<()> {
-    crate::paths::refuse_unwritable(rel)
 }
 
 fn missing_overlay(id: &str) -> Error {
