@@ -55,6 +55,14 @@ fn a_project_file_widens_nothing_until_trusted_and_an_edit_untrusts_it() {
     // Narrowing needs no trust.
     f.write(".cairn.toml", "[wrap]\nnetwork = \"none\"\n");
     assert_eq!((load().config.wrap.network.as_str(), load().warnings.len()), ("none", 0));
+    // Undo history: a project may keep decided agents longer, never collect them sooner.
+    f.write(".cairn.toml", "[gc]\nmax_age_hours = 0\nkeep_latest = 0\nmax_total_size_mb = 1\n");
+    let l = load();
+    assert_eq!((l.config.gc.max_age_hours, l.config.gc.keep_latest, l.config.gc.max_total_size_mb), (168, 3, 1000), "{:?}", l.warnings);
+    assert!(l.warnings[0].contains("gc.max_age_hours"), "{:?}", l.warnings);
+    f.write(".cairn.toml", "[gc]\nmax_age_hours = 1000\nkeep_latest = 10\nmax_total_size_mb = 0\n");
+    let l = load();
+    assert_eq!((l.config.gc.max_age_hours, l.config.gc.keep_latest, l.config.gc.max_total_size_mb, l.warnings.len()), (1000, 10, 0, 0));
     // Trusted, the file applies as written...
     f.write(".cairn.toml", &hostile);
     let trusted = f.cairn(&["config", "trust"]).ok().stdout;

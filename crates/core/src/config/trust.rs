@@ -35,6 +35,10 @@ pub const HOST_KEYS: &[(&str, &str)] = &[
     ("wrap", "host_ports"),
     // Ports of a view opened on the host's loopback.
     ("preview", "ports"),
+    // How soon decided agents (their undo) are collected: a project may keep more, not less.
+    ("gc", "max_age_hours"),
+    ("gc", "keep_latest"),
+    ("gc", "max_total_size_mb"),
 ];
 
 /// The host keys `text` (a project file) sets, as `section.key = value` (escaped, cut at 200
@@ -110,6 +114,11 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
         }
         (_, "network", Value::String(to), Some(Value::String(from))) => (rank(to)? <= rank(from)?).then_some(value),
         ("run", "allow_unconfined", Value::Boolean(false), _) => Some(value),
+        // Kept longer, more of them, a higher cap (0: none) is a narrowing of what gc removes.
+        ("gc", k, Value::Integer(to), Some(Value::Integer(from))) => {
+            let keeps_more = if k == "max_total_size_mb" { *to == 0 || (*from != 0 && to >= from) } else { to >= from };
+            keeps_more.then_some(value)
+        }
         _ if under == Some(&value) => Some(value),
         _ => None,
     }
@@ -118,7 +127,7 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
 /// The warning for an untrusted `file` whose keys `ignored` were left out.
 pub fn warning(file: &Path, ignored: &[String]) -> String {
     format!(
-        "{} sets {} (run on your machine or widen what agents reach): ignored until you trust the file with `cairn config trust` (after reading it)",
+        "{} sets {} (run on your machine, widen what agents reach, or collect your undo history sooner): ignored until you trust the file with `cairn config trust` (after reading it)",
         file.display(),
         ignored.join(", ")
     )
