@@ -9,11 +9,13 @@
 //! `isError` and a message the model can act on, as do arguments of the wrong shape (the MCP
 //! specification has input validation errors as tool results). JSON-RPC errors are left to
 //! protocol faults (an unknown tool). Core calls block, so they run on the blocking pool.
+//! - [`calls`]: tool calls on the blocking pool and the processes they start;
 //! - [`identity`]: who the server acts as;
 //! - [`params`]: the tools' arguments;
 //! - [`task_tools`]: the task graph and sessions;
 //! - [`file_tools`]: the file tools on a session's overlay.
 
+mod calls;
 mod file_tools;
 mod identity;
 mod params;
@@ -23,6 +25,7 @@ mod task_tools;
 use cairn_core::error::Error;
 use cairn_core::project::Project;
 use cairn_core::tasks::sessions;
+use calls::{blocking, end_calls};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
@@ -112,7 +115,7 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     });
     // The client is gone: what still runs for it is killed (its calls then end and release
     // their sessions), its own session becomes a proposal (or ends, when it changed nothing).
-    kill_children();
+    end_calls();
     if let Some(i) = rt.block_on(implicit.lock()).take() {
         let summary = format!("Changes by {} (its connection's own session, finished when it disconnected)", i.client);
         if let Err(e) = sessions::end_implicit(&project, &i.actor, &i.session, &summary) {
@@ -172,7 +175,7 @@ fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::J
             }
         }
         tracing::info!("mcp: the client closed the connection");
-        kill_children();
+        let _ = tokio::task::spawn_blocking(end_calls).await;
     });
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::stdout();
@@ -194,15 +197,6 @@ fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::J
         }
     });
     ((rmcp_reads, rmcp_writes), writer)
-}
-
-/// Kills this process's children (a sandbox child, a confined run's init: its whole pid
-/// namespace goes with it), for a client that went away: the children of each of its threads.
-fn kill_children() {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };
-    for t in tasks.flatten() {
-        kill_children_of(&t.path().join("children").to_string_lossy());
-    }
 }
 
 /// A tool's answer: `value` as structured content (an object; anything else is wrapped as
@@ -234,65 +228,6 @@ fn refused(e: &Error) -> CallToolResult {
 /// The answer to a cancelled call (the client no longer waits for it).
 fn cancelled() -> CallToolResult {
     failed("cancelled", "the call was cancelled; its work was stopped".into())
-}
-
-/// Runs `f` on the blocking pool. When the client cancels the call, the processes `f`
-/// started (a sandbox child, a confined run's init and with it its pid namespace) are killed,
-/// so the work stops instead of running to its timeout; `None` then. rmcp may also drop this
-/// future on a cancellation: the killing is done by a guard's drop, so it happens either way.
-async fn blocking<T: Send + 'static>(ctx: &RequestContext<RoleServer>, f: impl FnOnce() -> T + Send + 'static) -> Result<Option<T>, ErrorData> {
-    let guard = KillOnDrop { tid: Arc::new(std::sync::atomic::AtomicI32::new(0)), done: Arc::new(std::sync::atomic::AtomicBool::new(false)), armed: true };
-    let (t, d) = (Arc::clone(&guard.tid), Arc::clone(&guard.done));
-    let task = tokio::task::spawn_blocking(move || {
-        t.store(rustix::thread::gettid().as_raw_nonzero().get(), std::sync::atomic::Ordering::SeqCst);
-        let out = f();
-        d.store(true, std::sync::atomic::Ordering::SeqCst);
-        out
-    });
-    let mut guard = guard;
-    tokio::select! {
-        out = task => {
-            guard.armed = false;
-            out.map(Some).map_err(internal)
-        }
-        () = ctx.ct.cancelled() => Ok(None),
-    }
-}
-
-/// Kills, when dropped armed, what the blocking thread `tid` starts until its work is `done`
-/// (at most 5 s: it may be starting a child right now).
-struct KillOnDrop {
-    tid: Arc<std::sync::atomic::AtomicI32>,
-    done: Arc<std::sync::atomic::AtomicBool>,
-    armed: bool,
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (tid, done) = (Arc::clone(&self.tid), Arc::clone(&self.done));
-        std::thread::spawn(move || {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            while !done.load(std::sync::atomic::Ordering::SeqCst) && std::time::Instant::now() < deadline {
-                let tid = tid.load(std::sync::atomic::Ordering::SeqCst);
-                if tid != 0 {
-                    kill_children_of(&format!("/proc/self/task/{tid}/children"));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        });
-    }
-}
-
-/// SIGKILLs the pids listed in `file` (a `/proc/.../children` list).
-fn kill_children_of(file: &str) {
-    for pid in std::fs::read_to_string(file).unwrap_or_default().split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    }
 }
 
 fn internal(e: impl std::fmt::Display) -> ErrorData {

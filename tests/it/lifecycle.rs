@@ -193,3 +193,42 @@ fn a_second_up_refuses_naming_the_first() {
     assert_eq!(second.code, 1, "{second:?}");
     assert!(second.stderr.contains(&format!("another `cairn up` (pid {})", first.child.id())), "{}", second.stderr);
 }
+
+/// `:CairnReject` on live ghost text: an agent rejected while it runs (executing, or between
+/// its last write and review) is stopped, stays rejected, and its worker goes on.
+#[test]
+fn an_agent_rejected_while_it_runs_is_stopped_and_stays_rejected() {
+    let f = Fixture::with_files(&[("a.txt", "a")]);
+    f.home_config("[orchestrator]\npoll_interval_ms = 20\n[sandbox]\ntimeout_seconds = 900\n");
+    let p = f.project();
+    let code = format!("write_file('a.txt', 'b')\n{BLOCKER}");
+    let id = orchestrator::queue(&p, &code, Some(cairn::lifecycle::Provider::Inline), Priority::Normal).unwrap().id;
+    let state = || p.bin().unwrap().get(&id).unwrap();
+    let mut up = Up::start(&f);
+    wait_until(60, "its write proposed while it runs", || {
+        state().state == State::Executing && p.existing_overlay(&id).unwrap().is_some_and(|o| o.changed_count().unwrap() > 0)
+    });
+    f.cairn(&["reject", &id]).ok();
+    assert_eq!(state().state, State::Rejected);
+    // Stopped (it would loop for 900 s), its overlay set aside once closed.
+    wait_until(60, "the run stopped", || run_time_if_ran(&p, &id).is_some());
+    wait_until(30, "its overlay set aside", || !p.overlay_path(&id).exists() && p.archived_overlay_path(&id).is_file());
+    let r = state();
+    assert_eq!(r.state, State::Rejected, "the decision stands: {r:?}");
+    assert!(up.alive(), "the worker goes on");
+    let next = f.run_ok("write_file('a.txt', 'c')");
+    assert_eq!(next.state, State::Reviewing);
+    assert_eq!(f.read_str("a.txt").unwrap(), "a", "nothing reached the project");
+
+    // Between its last write and review (`submitting`): rejected too, the runner's next step
+    // refused and taken as the decision.
+    up.kill9();
+    let q = orchestrator::queue(&p, "x = 1", Some(cairn::lifecycle::Provider::Inline), Priority::Normal).unwrap().id;
+    let mut bin = p.bin().unwrap();
+    bin.claim(orchestrator::this_worker(), 10, Some(&q)).unwrap().expect("claimed");
+    for to in [State::Executing, State::Submitting] {
+        bin.transition(&q, to, "test", Default::default()).unwrap();
+    }
+    f.cairn(&["reject", &q]).ok();
+    assert_eq!(p.bin().unwrap().get(&q).unwrap().state, State::Rejected);
+}

@@ -137,6 +137,9 @@ impl From<Error> for CallError {
 /// The third argument is the time left in the run.
 pub type AskLlm<'a> = &'a dyn Fn(&str, &str, Duration) -> Result<String, String>;
 
+/// Whether a run should stop now; asked from the runner's watchdog thread.
+pub type Stop = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Serves external calls for one agent run.
 pub struct Host<'a> {
     pub view: View<'a>,
@@ -152,6 +155,9 @@ pub struct Host<'a> {
     read_bytes: u64,
     /// When the run's time is up: long calls stop there (set by the runner).
     pub deadline: Option<Instant>,
+    /// Asked now and then while the run goes on (set by the orchestrator): `true` stops it
+    /// (the agent was rejected while it ran).
+    pub stop: Option<Stop>,
     log_bytes: u64,
     submitted: bool,
     /// Calls so far (the audit log keeps the first [`MAX_AUDITED_CALLS`]).
@@ -191,7 +197,7 @@ impl<'a> Host<'a> {
 
     /// A host serving `view` within `limits`.
     pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_event: &'a dyn Fn(&EventKind)) -> Self {
-        Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, log_bytes: 0, submitted: false, calls: 0 }
+        Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, stop: None, log_bytes: 0, submitted: false, calls: 0 }
     }
 
     fn overlay(&self) -> &Overlay {

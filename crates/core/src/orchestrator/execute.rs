@@ -30,6 +30,19 @@ pub fn execute(project: &Project, pool: Option<&Pool>, rec: AgentRecord) -> Resu
     // A panic anywhere in a run ends the agent `errored` (internal): never left executing.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute_inner(project, pool, &rec)))
         .unwrap_or_else(|_| Err(Failure::Agent(ErrorKind::Internal, "the run failed inside cairn (a panic); see the log".into())));
+    // Rejected while it ran (`cairn reject`, `:CairnReject` on its live ghost text): the
+    // decision stands whatever the run failed with (stopped, or its next step refused); its
+    // overlay, closed now, is set aside as reject does for a run that is over.
+    if outcome.is_err() {
+        let now = project.bin()?.get(&id)?;
+        if now.state.is_terminal() {
+            tracing::info!(agent = %id, "{} while it ran; the run is over", now.state);
+            if now.state == State::Rejected {
+                project.archive_overlay(&id)?;
+            }
+            return Ok(now);
+        }
+    }
     match outcome {
         Ok(done) => Ok(done),
         Err(Failure::Agent(kind, message)) => {
@@ -121,6 +134,7 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     let view = View::new(project, &overlay)?;
     let mut host = Host::new(view, project.config.sandbox.clone(), &ask, Some(log_file), &on_event);
     host.deadline = Some(deadline);
+    host.stop = Some(rejected_meanwhile(project, id));
     host.limits.interpreter = interpreter;
     let mut inputs = Map::new();
     inputs.insert("task_description".into(), Value::String(rec.task.clone()));
@@ -138,6 +152,13 @@ fn execute_inner(project: &Project, pool: Option<&Pool>, rec: &AgentRecord) -> s
     }
 
     Ok(submit(project, &mut bin, id, &overlay, submitted, outcome.result.unwrap_or(Value::Null))?)
+}
+
+/// Whether agent `id` was decided (rejected) while its run goes on: asked by the run's
+/// watchdog, which then stops the sandbox child.
+fn rejected_meanwhile(project: &Project, id: &str) -> crate::externals::Stop {
+    let (project, id) = (project.clone(), id.to_string());
+    std::sync::Arc::new(move || project.bin().and_then(|b| b.get(&id)).is_ok_and(|r| r.state.is_terminal()))
 }
 
 /// A rate-limited request (HTTP 429): the agent goes back to the queue, claimed again no

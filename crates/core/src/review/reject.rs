@@ -83,10 +83,14 @@ pub fn reject(project: &Project, id: &str, reason: Option<&str>) -> Result<Agent
         roll_back(project, id)?;
     }
     let now = project.bin()?.get(id)?;
-    if matches!(now.provider, crate::lifecycle::Provider::Mcp | crate::lifecycle::Provider::Wrap) && now.state.is_running() {
-        // An MCP session's proposal can be rejected at any point: its session ends with it
-        // (its next tool call is refused).
-        let extra = TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, "rejected while its session was open")), ..Default::default() };
+    let session = matches!(now.provider, crate::lifecycle::Provider::Mcp | crate::lifecycle::Provider::Wrap);
+    if now.state.is_running() {
+        // A proposal can be rejected at any point, as it grows: running → errored → rejected
+        // (SPEC §3). An MCP or wrap session ends with it (its next tool call is refused); a
+        // run is stopped by its runner, which sees the decision and sets its overlay aside
+        // once it has closed it.
+        let why = if session { "rejected while its session was open" } else { "rejected while it ran" };
+        let extra = TransitionExtra { error: Some((crate::lifecycle::ErrorKind::Interrupted, why)), ..Default::default() };
         project.bin()?.transition(id, State::Errored, "reject", extra)?;
     }
     // Its hunks, remembered as rejected: a live agent writing them again unchanged does not
@@ -98,7 +102,9 @@ pub fn reject(project: &Project, id: &str, reason: Option<&str>) -> Result<Agent
     if let Some(reason) = reason {
         super::feedback::record_reason(project, id, reason)?;
     }
-    project.archive_overlay(id)?;
+    if session || !now.state.is_running() {
+        project.archive_overlay(id)?;
+    }
     Ok(rec)
 }
 

@@ -36,6 +36,10 @@ pub(super) fn run(start: &Start, host: &mut Host) -> Result<Outcome> {
     let req = runbox::Request { cmd: &cmd, cwd: "", timeout, capture: true };
     let run = streamed::start(&project, &changes, &req)?;
     let killer = Killer::Pid(run.pid());
+    // Stopped when rejected meanwhile; the time limit is the run workspace's own.
+    let (done, done_rx) = std::sync::mpsc::channel::<()>();
+    let (dog, stop) = (killer.clone(), host.stop.clone());
+    let watchdog = std::thread::spawn(move || stop.is_some() && super::runner::watch(None, stop, done_rx, || dog.kill()).is_some());
     let served = match run.socket.as_ref().map(|s| (s.try_clone(), s.try_clone())) {
         Some((Ok(mut tx), Ok(rx))) => match write_line(&mut tx, &serde_json::to_string(start)?) {
             Ok(()) => serve(&mut BufReader::new(rx), &mut tx, host, started, &killer),
@@ -43,6 +47,9 @@ pub(super) fn run(start: &Start, host: &mut Host) -> Result<Outcome> {
         },
         _ => None,
     };
+    // Before `finish` reaps it: the pid cannot be another process's yet.
+    let _ = done.send(());
+    let _ = watchdog.join();
     let mut ended = run.finish()?;
     let mut applied = Applied::default();
     let staged: Staged = changes.iter().map(|c| (c.path.as_str(), c.new.as_deref().map(|b| (b, c.new_mode.unwrap_or(0o644) & 0o777)))).collect();

@@ -43,14 +43,8 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
     // told the run is over. Host-side work stops at the same instant (`Host::deadline`).
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let deadline = *host.deadline.get_or_insert(started + Duration::from_secs(limits.timeout_seconds));
-    let timeout = deadline.saturating_duration_since(started);
-    let watchdog = std::thread::spawn(move || match stop_rx.recv_timeout(timeout) {
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            dog.kill();
-            true
-        }
-        _ => false,
-    });
+    let stop = host.stop.clone();
+    let watchdog = std::thread::spawn(move || watch(Some(deadline), stop, stop_rx, || dog.kill()));
     // Drain stderr (bounded) so the child never blocks on it.
     let stderr_reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -65,11 +59,12 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
     }
     drop(stdin);
     let _ = stop_tx.send(());
-    let timed_out = watchdog.join().unwrap_or(false);
-    if outcome.is_none() || timed_out {
+    let ended = watchdog.join().unwrap_or(None);
+    let killed = ended.is_some();
+    if outcome.is_none() || killed {
         killer.kill();
     }
-    if let (Some(done), false, Proc::Forked { .. }) = (&outcome, timed_out, &proc) {
+    if let (Some(done), false, Proc::Forked { .. }) = (&outcome, killed, &proc) {
         // A finished run needs nothing more from its child: a forked one is ended now and
         // reaped by the zygote (the stderr drain ends with it), without waiting for either.
         killer.kill();
@@ -77,8 +72,10 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
     }
     let status = proc.wait()?;
     let stderr_text = stderr_reader.join().unwrap_or_default();
-    if timed_out {
-        return Ok(Outcome::failed(ErrorKind::Timeout, format!("exceeded timeout_seconds = {}", limits.timeout_seconds), started));
+    match ended {
+        Some(Ended::Timeout) => return Ok(Outcome::failed(ErrorKind::Timeout, format!("exceeded timeout_seconds = {}", limits.timeout_seconds), started)),
+        Some(Ended::Stopped) => return Ok(Outcome::failed(ErrorKind::Interrupted, "stopped: rejected while it ran".to_string(), started)),
+        None => {}
     }
     Ok(match outcome {
         Some(o) => o,
@@ -95,6 +92,37 @@ pub fn run(exe: &Path, pool: Option<&Pool>, source: &str, filename: &str, mut in
             }
         }
     })
+}
+
+/// Why the watchdog ended a run.
+pub(super) enum Ended {
+    Timeout,
+    Stopped,
+}
+
+/// How often a run asks its `stop` (a query of `bin.db`).
+const STOP_POLL: Duration = Duration::from_millis(250);
+
+/// The watchdog of a run: `kill` at `deadline` (when it keeps one), or as soon as `stop` says
+/// so, unless told first (over `done`) that the run is over.
+pub(super) fn watch(deadline: Option<Instant>, stop: Option<crate::externals::Stop>, done: mpsc::Receiver<()>, kill: impl Fn()) -> Option<Ended> {
+    let deadline = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let wait = if stop.is_some() { left.min(STOP_POLL) } else { left };
+        match done.recv_timeout(wait) {
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                kill();
+                return Some(Ended::Timeout);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if stop.as_ref().is_some_and(|s| s()) => {
+                kill();
+                return Some(Ended::Stopped);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => return None,
+        }
+    }
 }
 
 /// The first message of a run.
