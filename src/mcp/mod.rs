@@ -175,6 +175,8 @@ fn pipe() -> ((tokio::io::DuplexStream, tokio::io::DuplexStream), tokio::task::J
             }
         }
         tracing::info!("mcp: the client closed the connection");
+        // rmcp sees the end at once; what runs for the client is killed meanwhile.
+        drop(to_rmcp);
         let _ = tokio::task::spawn_blocking(end_calls).await;
     });
     let writer = tokio::spawn(async move {

@@ -47,6 +47,7 @@ pub struct Applied {
 /// Step one, before the interpreter and before any thread: descriptors, privileges,
 /// identity, namespaces, parent-death signal and Landlock.
 pub fn early() -> Applied {
+    let parent = rustix::process::getppid();
     close_inherited_fds();
     let mut applied = Applied::default();
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) only restricts this process.
@@ -80,6 +81,9 @@ pub fn early() -> Applied {
     let groups = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
     applied.groups = groups.max(0) as usize;
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // A parent that died before the line above sent no signal: the child ends now.
+    #[cfg(target_os = "linux")]
+    namespaces::end_if_parent_gone(parent);
     applied.landlock = landlock_all();
     applied
 }
@@ -185,19 +189,69 @@ mod namespaces {
         unsafe { libc::unshare(libc::CLONE_NEWUSER) == 0 }
     }
 
+    /// The read end of the pipe of [`become_pid_one`] in its child; -1 elsewhere.
+    static PARENT_ALIVE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+    /// Once the parent-death signal is armed: ends this process if its parent is already
+    /// gone. The child of [`become_pid_one`] asks the pipe (its end closed); any other, its
+    /// parent pid (no longer `parent`, the one it started with).
+    #[allow(unsafe_code)]
+    pub fn end_if_parent_gone(parent: Option<rustix::process::Pid>) {
+        let fd = PARENT_ALIVE.swap(-1, std::sync::atomic::Ordering::SeqCst);
+        if fd < 0 {
+            if rustix::process::getppid() != parent {
+                // SAFETY: leaving at once; nothing to clean up.
+                unsafe { libc::_exit(3) };
+            }
+            return;
+        }
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: polling one descriptor of ours without waiting, then closing it.
+        unsafe {
+            let ready = libc::poll(&mut p, 1, 0);
+            libc::close(fd);
+            if ready > 0 && p.revents & (libc::POLLHUP | libc::POLLIN) != 0 {
+                libc::_exit(3);
+            }
+        }
+    }
+
     /// A new pid namespace holds only the children of the process that created it: fork once.
     /// The child (pid 1 of the namespace) returns and becomes the sandbox; this process only
     /// waits and ends the way the child ended, so the parent sees one process with the
     /// child's exit status, and killing this process kills the child (parent-death signal).
     #[allow(unsafe_code)]
     pub fn become_pid_one() {
+        // The child learns whether this process still lives from a pipe only this one writes
+        // to: its parent-death signal is armed later, and a parent killed before that (a client
+        // gone as the run starts) would leave it running, an orphan (pid 1 of its namespace
+        // sees no parent pid).
+        let parent = rustix::process::getppid();
+        let mut alive = [-1i32; 2];
+        // SAFETY: pipe2 fills the two descriptors it creates.
+        if unsafe { libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            alive = [-1, -1];
+        }
         // SAFETY: fork in a process that has no other thread yet (see `early`).
         let pid = unsafe { libc::fork() };
         if pid <= 0 {
             // The child, or a failed fork (then this process runs the sandbox itself).
+            // SAFETY: closing the write end this process does not use (a no-op for -1).
+            unsafe { libc::close(alive[1]) };
+            PARENT_ALIVE.store(if pid == 0 { alive[0] } else { -1 }, std::sync::atomic::Ordering::SeqCst);
             return;
         }
         let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+        // SAFETY: the read end is the child's; `alive[1]` stays open until this process ends.
+        unsafe { libc::close(alive[0]) };
+        if rustix::process::getppid() != parent {
+            // Orphaned before the signal was armed: the child goes too.
+            // SAFETY: killing our own child, then leaving at once.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::_exit(3);
+            }
+        }
         // SAFETY: the pipes now belong to the child; closing our copies makes end-of-file on
         // them mean that the child is gone.
         unsafe {
