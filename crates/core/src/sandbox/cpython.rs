@@ -39,7 +39,7 @@ pub(super) fn run(start: &Start, host: &mut Host) -> Result<Outcome> {
     // Stopped when rejected meanwhile; the time limit is the run workspace's own.
     let (done, done_rx) = std::sync::mpsc::channel::<()>();
     let (dog, stop) = (killer.clone(), host.stop.clone());
-    let watchdog = std::thread::spawn(move || stop.is_some() && super::runner::watch(None, stop, done_rx, || dog.kill()).is_some());
+    let watchdog = std::thread::spawn(move || stop.is_some() && super::watchdog::watch(None, stop, done_rx, || dog.kill()).is_some());
     let served = match run.socket.as_ref().map(|s| (s.try_clone(), s.try_clone())) {
         Some((Ok(mut tx), Ok(rx))) => match write_line(&mut tx, &serde_json::to_string(start)?) {
             Ok(()) => serve(&mut BufReader::new(rx), &mut tx, host, started, &killer),

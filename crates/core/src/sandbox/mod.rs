@@ -7,7 +7,8 @@
 //! - [`script`]: pre-flight check and the async/await transform;
 //! - [`protocol`]: the messages on the pipe;
 //! - [`spawn`]: the one way a child is started (runs, the pool, the self-test);
-//! - [`runner`]: runs a script in a child, serves its calls, enforces the wall clock;
+//! - [`runner`]: runs a script in a child, serves its calls;
+//! - [`watchdog`]: kills a run at its wall clock, or when its agent was rejected meanwhile;
 //! - [`pool`]: ready children for long-running processes, forked by a [`zygote`].
 //!
 //! Child side: [`child`] (the interpreter, its modules and guards, confinement, the counting
@@ -27,4 +28,5 @@ pub mod script;
 mod serve;
 pub mod spawn;
 pub mod stdlib;
+mod watchdog;
 pub mod zygote;
