@@ -24,7 +24,9 @@ end
 H.test('queue shows ghost text in a loaded buffer and in one opened later', function()
   local buf = open('src/app.py')
   require('cairn').queue('agents/two.pym', false)
-  H.wait(10000, function() return H.hunks(buf) == 2 end, 'two ghost hunks')
+  -- The ghost text shows while the agent still runs ("[in progress]"); its summary once it
+  -- submitted.
+  H.wait(10000, function() return H.hunks(buf) == 2 and (H.virt_text(buf)[1] or ''):match('^cairn %x+: two hunks') ~= nil end, 'two ghost hunks, submitted')
   local virt = H.virt_text(buf)
   H.ok(vim.tbl_contains(virt, 'a = 100') and vim.tbl_contains(virt, 'f = 600') and vim.tbl_contains(virt, 'g = 7'), vim.inspect(virt))
   H.ok(virt[1]:match('^cairn %x+: two hunks'), 'header names the agent: ' .. virt[1])
