@@ -125,15 +125,22 @@ impl Drop for Waiting {
 #[allow(unsafe_code)]
 fn fork_in_new_userns() -> Result<Waiting, String> {
     let (r, w) = super::sys::pipe()?;
+    let parent = rustix::process::getpid();
     // SAFETY: fork in a single-threaded process; the child only makes syscalls.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(os_err("fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child: unshare, say so, wait to be killed.
+        // SAFETY: in the child: unshare, say so, wait to be killed (by the parent, or by the
+        // parent-death signal: armed after the unshare, which may clear it; a parent already
+        // gone by then is seen in the parent pid).
         unsafe {
             let ok = libc::unshare(libc::CLONE_NEWUSER) == 0;
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if rustix::process::getppid() != Some(parent) {
+                libc::_exit(0);
+            }
             libc::write(w.as_raw_fd(), [ok as u8].as_ptr() as *const libc::c_void, 1);
             loop {
                 libc::pause();
