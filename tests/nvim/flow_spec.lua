@@ -198,8 +198,11 @@ H.test('a file the agent creates shows as ghost text when opened', function()
   local buf = open('src/brand_new.py')
   H.wait(2000, function() return vim.tbl_contains(H.virt_text(buf), 'print(2)') end, 'ghost in the new buffer')
   H.eq(vim.fn.line('w0'), 1, 'top of the buffer')
-  require('cairn').reject('')
-  H.wait(3000, function() return #H.marks(buf) == 0 end, 'cleared')
+  local r = H.run(5000, function(d) require('cairn').reject('', d) end, 'rejected')
+  H.wait(10000, function() return #H.marks(buf) == 0 end, function()
+    local p = require('cairn.ghost').payload or {}
+    return 'cleared (rejected ' .. vim.inspect(r and r.id) .. '; shown now: ' .. vim.inspect(p.agent) .. ')'
+  end)
 end)
 
 H.test(':checkhealth cairn', function()

@@ -50,10 +50,11 @@ function H.ok(cond, what)
   end
 end
 
---- Waits until `cond()` is true, polling, for at most `ms`.
+--- Waits until `cond()` is true, polling, for at most `ms`. `what` names it (a function:
+--- called on a timeout, to say what was seen then).
 function H.wait(ms, cond, what)
   if not vim.wait(ms, cond, 10) then
-    error('timed out waiting for ' .. what, 2)
+    error('timed out waiting for ' .. (type(what) == 'function' and what() or what), 2)
   end
 end
 
