@@ -426,9 +426,19 @@ fn an_unnamed_temporary_is_invisible_until_committed() {
     let f = Fixture::with_files(&[("d/a.txt", "old\n")]);
     let listing = || std::fs::read_dir(f.root.join("d")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
     let dir = || fsx::open_dir(&f.root, "d", false).unwrap();
-    let dropped = atomic::prepare_unnamed(&f.root, "d/a.txt", dir(), b"dropped\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
+    let dropped = atomic::write_unnamed(&f.root, "d/a.txt", dir(), b"dropped\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
     drop(dropped);
-    let kept = atomic::prepare_unnamed(&f.root, "d/a.txt", dir(), b"new\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
+    // Named (as accept does once its journal is on disk), it shows under a temporary name,
+    // which dropping it removes.
+    let mut named = atomic::write_unnamed(&f.root, "d/a.txt", dir(), b"named\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
+    assert!(!named.is_named());
+    named.name().unwrap();
+    assert!(named.is_named());
+    let temps: Vec<String> = listing().into_iter().filter(|n| n.ends_with(atomic::TEMP_SUFFIX)).collect();
+    assert_eq!(temps.len(), 1, "{:?}", listing());
+    assert_eq!(std::fs::read(f.root.join("d").join(&temps[0])).unwrap(), b"named\n");
+    drop(named);
+    let kept = atomic::write_unnamed(&f.root, "d/a.txt", dir(), b"new\n", 0o640).unwrap().expect("O_TMPFILE on this file system");
     assert_eq!(listing(), vec!["a.txt".to_string()]);
     assert_eq!(f.read_str("d/a.txt").unwrap(), "old\n");
     let written = kept.written();

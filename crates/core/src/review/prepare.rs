@@ -119,10 +119,12 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
             });
             chunks.map(|c| c.into_iter().flatten().collect::<Vec<_>>())
         });
+        // The journal is on disk before any temporary gets a name (an error here closes the
+        // writer's gate as `ahead` is dropped).
+        synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")))?;
+        ahead.journaled();
         // What was written ahead serves where it is exactly what lands.
         let early = std::sync::Mutex::new(ahead.join());
-        // The journal is on disk before any temporary gets a name.
-        synced.join().unwrap_or_else(|_| Err(Error::panicked("accept (journal fsync)")))?;
         let take = |j: &JournalEntry| {
             let written = early.lock().ok().and_then(|mut e| e.remove(&j.path));
             written.filter(|(hash, mode, _)| j.new == Some((*hash, *mode))).map(|(_, _, p)| p)

@@ -4,8 +4,11 @@
 //!
 //! A temporary is either *named* (`.<16 hex>.cairn-tmp`, skipped by the watcher and the
 //! scanner, removed by [`remove_temps`] after a crash) or *unnamed* (`O_TMPFILE`: no name
-//! until it is committed, so a crash leaves nothing behind). Accept writes unnamed ones ahead,
-//! before its journal exists, while review still runs.
+//! until [`Prepared::name`], so a crash before leaves nothing behind). Accept writes unnamed
+//! ones ahead, before its journal exists, while review still runs, and names them once the
+//! journal is on disk. An unnamed file is written with its writeback only started: a writer
+//! of many files writes them all, then syncs them ([`Prepared::sync`]), so the disk gets them
+//! together (a name is given only to a synced file).
 
 use super::fsx::{err, open_dir, remove, split, Stamp};
 use crate::error::{Error, Result};
@@ -34,14 +37,16 @@ pub struct Prepared {
     temp: Temp,
     name: String,
     written: Written,
+    /// False while an unnamed file's content may still be on its way to the disk.
+    synced: bool,
     committed: bool,
 }
 
-/// Where the content waits: under a temporary name, or in an unnamed file (its descriptor),
-/// which gets a temporary name only at commit.
+/// Where the content waits: under a temporary name, or in an unnamed file (its descriptor)
+/// until it is named.
 enum Temp {
     Named(String),
-    Unnamed(OwnedFd, Option<String>),
+    Unnamed(OwnedFd),
 }
 
 /// The status of a prepared file once written and synced; a rename keeps it, so it is the
@@ -77,15 +82,18 @@ pub fn prepare_in(root: &Path, rel: &str, dfd: Option<OwnedFd>, content: &[u8], 
     let fd = rfs::openat(&dfd, tmp.as_str(), flags, Mode::from_raw_mode(mode & 0o777)).map_err(|e| err(root, rel, e))?;
     // From here on, dropping `prepared` removes the temporary.
     let mut prepared = Prepared::new(root, rel, Temp::Named(tmp), mode, content);
-    prepared.written.mtime_ns = fill(root, rel, fd, content, mode)?;
+    prepared.written.mtime_ns = fill(root, rel, fd, content, mode, true)?;
     prepared.dfd = keep.then_some(dfd);
     Ok(prepared)
 }
 
-/// [`prepare_in`] as an unnamed file (`O_TMPFILE`) in `rel`'s directory `dfd`, which it keeps.
-/// `Ok(None)` when the file system or the kernel cannot make unnamed files, or `/proc` (which
-/// names one at commit) is missing: the caller prepares a named one instead.
-pub fn prepare_unnamed(root: &Path, rel: &str, dfd: OwnedFd, content: &[u8], mode: u32) -> Result<Option<Prepared>> {
+/// [`prepare_in`] as an unnamed file (`O_TMPFILE`) in `rel`'s directory `dfd`, which it keeps,
+/// written but not yet synced: its writeback is started, and [`Prepared::sync`] (or naming
+/// it, or committing it) waits for it. A writer of many files writes them all before it syncs
+/// any, so the disk sees them together. `Ok(None)` when the file system or the kernel cannot
+/// make unnamed files, or `/proc` (which names one at commit) is missing: the caller prepares
+/// a named one instead.
+pub fn write_unnamed(root: &Path, rel: &str, dfd: OwnedFd, content: &[u8], mode: u32) -> Result<Option<Prepared>> {
     static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
         return Ok(None);
@@ -96,14 +104,16 @@ pub fn prepare_unnamed(root: &Path, rel: &str, dfd: OwnedFd, content: &[u8], mod
         Err(e) => return Err(err(root, rel, e)),
     };
     let kept = fd.try_clone().map_err(|e| Error::io(root.join(rel), e))?;
-    let mut prepared = Prepared::new(root, rel, Temp::Unnamed(kept, None), mode, content);
-    prepared.written.mtime_ns = fill(root, rel, fd, content, mode)?;
+    let mut prepared = Prepared::new(root, rel, Temp::Unnamed(kept), mode, content);
+    prepared.written.mtime_ns = fill(root, rel, fd, content, mode, false)?;
     prepared.dfd = Some(dfd);
+    prepared.synced = false;
     Ok(Some(prepared))
 }
 
-/// Sets the mode of a fresh temporary, writes and syncs it; its mtime.
-fn fill(root: &Path, rel: &str, fd: OwnedFd, content: &[u8], mode: u32) -> Result<i64> {
+/// Sets the mode of a fresh temporary and writes it; then syncs it, or (`sync` false) only
+/// starts its writeback. Its mtime (a sync does not move it).
+fn fill(root: &Path, rel: &str, fd: OwnedFd, content: &[u8], mode: u32, sync: bool) -> Result<i64> {
     // The umask may have narrowed the mode (or it has bits open() ignores): set it exactly,
     // only then (a needless chmod is one more metadata change for the fsync to commit).
     let st = rfs::fstat(&fd).map_err(|e| err(root, rel, e))?;
@@ -111,16 +121,29 @@ fn fill(root: &Path, rel: &str, fd: OwnedFd, content: &[u8], mode: u32) -> Resul
         rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| err(root, rel, e))?;
     }
     let mut file = File::from(fd);
-    file.write_all(content).and_then(|_| file.sync_all()).map_err(|e| Error::io(root.join(rel), e))?;
+    file.write_all(content).map_err(|e| Error::io(root.join(rel), e))?;
+    if sync {
+        file.sync_all().map_err(|e| Error::io(root.join(rel), e))?;
+    } else {
+        start_writeback(&file);
+    }
     let st = rfs::fstat(&file).map_err(|e| err(root, rel, e))?;
     Ok(st.st_mtime * 1_000_000_000 + st.st_mtime_nsec as i64)
+}
+
+/// Starts writing `file`'s dirty pages out, without waiting. Only a hint (the sync that
+/// follows is what counts): its failure changes nothing.
+#[allow(unsafe_code)]
+fn start_writeback(file: &File) {
+    // SAFETY: a plain system call on a descriptor `file` keeps open; no memory is passed.
+    let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
 }
 
 impl Prepared {
     fn new(root: &Path, rel: &str, temp: Temp, mode: u32, content: &[u8]) -> Prepared {
         let (dir, name) = split(rel);
         let written = Written { mode: mode & 0o7777, size: content.len() as u64, mtime_ns: 0 };
-        Prepared { root: root.to_path_buf(), dir: dir.to_string(), dfd: None, temp, name: name.to_string(), written, committed: false }
+        Prepared { root: root.to_path_buf(), dir: dir.to_string(), dfd: None, temp, name: name.to_string(), written, synced: true, committed: false }
     }
 
     /// Was it prepared in directory `dir` (the same directory, not just the same path)?
@@ -158,10 +181,26 @@ impl Prepared {
         }
     }
 
-    /// Gives an unnamed file its temporary name (a named one has it already). Only once the
-    /// accept's journal is on disk: from then on a crash leaves a name that resuming removes.
+    /// Waits until the content is on disk (a file [`write_unnamed`] wrote; any other is).
+    pub fn sync(&mut self) -> Result<()> {
+        if let (false, Temp::Unnamed(fd)) = (self.synced, &self.temp) {
+            rfs::fsync(fd).map_err(|e| err(&self.root, &self.rel(), e))?;
+            self.synced = true;
+        }
+        Ok(())
+    }
+
+    /// Has it a name (a temporary one, until commit)?
+    pub fn is_named(&self) -> bool {
+        matches!(self.temp, Temp::Named(_))
+    }
+
+    /// Gives an unnamed file its temporary name (a named one has it already), once its content
+    /// is on disk, and lets its descriptor go. Only once the accept's journal is on disk: from
+    /// then on a crash leaves a name that resuming removes.
     pub fn name(&mut self) -> Result<()> {
-        if let Temp::Unnamed(fd, None) = &self.temp {
+        self.sync()?;
+        if let Temp::Unnamed(fd) = &self.temp {
             let tmp = temp_name();
             let dfd = self.dfd.as_ref().ok_or_else(|| Error::Internal("an unnamed temporary without its directory".into()))?;
             // Linking a descriptor needs a privilege before Linux 6.10 (or none, for the
@@ -170,9 +209,7 @@ impl Prepared {
             rfs::linkat(fd, "", dfd, tmp.as_str(), AtFlags::EMPTY_PATH)
                 .or_else(|_| rfs::linkat(rfs::CWD, from.as_str(), dfd, tmp.as_str(), AtFlags::SYMLINK_FOLLOW))
                 .map_err(|e| err(&self.root, &self.rel(), e))?;
-            if let Temp::Unnamed(_, linked) = &mut self.temp {
-                *linked = Some(tmp);
-            }
+            self.temp = Temp::Named(tmp);
         }
         Ok(())
     }
@@ -181,10 +218,8 @@ impl Prepared {
     /// unnamed file is first named ([`Prepared::name`]).
     pub fn commit(mut self) -> Result<()> {
         self.name()?;
-        let tmp = match &self.temp {
-            Temp::Named(tmp) | Temp::Unnamed(_, Some(tmp)) => tmp.clone(),
-            Temp::Unnamed(_, None) => return Err(Error::Internal("an unnamed temporary was not linked".into())),
-        };
+        let Temp::Named(tmp) = &self.temp else { return Err(Error::Internal("an unnamed temporary was not linked".into())) };
+        let tmp = tmp.clone();
         let (renamed, synced) = self.in_dir(|d| match rfs::renameat(d, tmp.as_str(), d, self.name.as_str()) {
             Ok(()) => (true, rfs::fsync(d)),
             Err(e) => (false, Err(e)),
@@ -200,7 +235,7 @@ impl Drop for Prepared {
             return;
         }
         // An unnamed file never linked goes with its descriptor.
-        if let Temp::Named(tmp) | Temp::Unnamed(_, Some(tmp)) = &self.temp {
+        if let Temp::Named(tmp) = &self.temp {
             let _ = self.in_dir(|d| rfs::unlinkat(d, tmp.as_str(), AtFlags::empty()));
         }
     }
