@@ -36,7 +36,7 @@ pub fn run(project: &Project, since: i64, follow: bool, json: bool, agent: Optio
                 serde_json::to_string(ev).map_err(|e| Error::Internal(e.to_string()))?
             } else {
                 let at = cairn_core::time::rfc3339(ev.ts_ms);
-                cairn_core::display::escape(&format!("{:>6} {at} {} {:<10} {:<15} {}", ev.seq, ev.agent_id, ev.state.as_str(), ev.kind.type_name(), ev.message)).to_string()
+                cairn_core::display::escape_line(&format!("{:>6} {at} {} {:<10} {:<15} {}", ev.seq, ev.agent_id, ev.state.as_str(), ev.kind.type_name(), ev.message))
             };
             if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
                 // The reader went away (`| head`): that is the end, not an error.

@@ -55,16 +55,19 @@ impl Handler {
     pub(super) fn shown_agent(&self) -> Result<Option<String>> {
         let bin = self.project.bin()?;
         let selected = self.state.lock().ok().and_then(|s| s.selected.clone());
-        // Reviewable proposals and executing ones (live: ghost text grows as the agent works).
-        let shown = |s: State| s.is_reviewable() || s == State::Executing;
+        // Reviewable proposals and live ones: executing (ghost text grows as the agent works)
+        // or submitting (between its run and its review: still the one shown, and the one an
+        // id-less command means, never another behind it).
+        let live = |s: State| matches!(s, State::Executing | State::Submitting);
         if let Some(id) = selected {
-            if bin.get(&id).map(|r| shown(r.state)).unwrap_or(false) {
+            if bin.get(&id).map(|r| r.state.is_reviewable() || live(r.state)).unwrap_or(false) {
                 return Ok(Some(id));
             }
         }
-        // An executing agent that has written nothing yet does not hide one under review.
+        // A live agent that has written nothing yet does not hide one under review.
         let wrote = |id: &str| self.project.existing_overlay(id).ok().flatten().is_some_and(|o| o.changed_count().unwrap_or(0) > 0);
-        let mut candidates: Vec<_> = [State::Reviewing, State::Undone, State::Executing].into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().filter(|r| r.state != State::Executing || wrote(&r.id)).collect();
+        let states = [State::Reviewing, State::Undone, State::Executing, State::Submitting];
+        let mut candidates: Vec<_> = states.into_iter().map(|s| bin.in_state(s)).collect::<Result<Vec<_>>>()?.into_iter().flatten().filter(|r| !live(r.state) || wrote(&r.id)).collect();
         candidates.sort_by_key(|r| r.seq);
         Ok(candidates.last().map(|r| r.id.clone()))
     }

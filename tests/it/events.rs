@@ -15,6 +15,21 @@ fn events(f: &Fixture, args: &[&str]) -> Vec<Value> {
     r.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect()
 }
 
+/// Without `--json`, one event is one line, whatever the agent put in it (a newline, an
+/// escape sequence).
+#[test]
+fn each_event_is_one_line_of_text() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    f.init();
+    let s = f.run_ok("log('first line\\nforged  999 line\\x1b[2K')\nwrite_file('a.txt', 'two\\n')\n");
+    let json = events(&f, &["--agent", &s.id]);
+    let text = f.cairn(&["events", "--agent", &s.id]).ok().stdout;
+    assert_eq!(text.lines().count(), json.len(), "{text}");
+    let logged = text.lines().find(|l| l.contains("first line")).expect("the log event");
+    assert!(logged.contains("first line\\nforged  999 line\\x1b[2K"), "{logged}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+}
+
 #[test]
 fn a_full_run_is_a_typed_ordered_stream() {
     let f = Fixture::with_files(&[("a.txt", "one\n")]);

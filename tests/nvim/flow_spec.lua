@@ -13,6 +13,8 @@ await write_file("src/other.py", "x = 2\n")
 await submit_result("two hunks", ["src/app.py", "src/other.py"])
 ]],
   ['agents/new.pym'] = "write_file('src/brand_new.py', 'print(1)\\nprint(2)\\n')\n",
+  ['agents/first.pym'] = "write_file('src/first.py', 'one = 1\\n')\n",
+  ['agents/later.pym'] = "write_file('src/later.py', 'two = 2\\n')\n",
   ['agents/del.pym'] = 'c = read_file("src/app.py")\nwrite_file("src/app.py", c.replace("c = 3\\n", ""))\nsubmit_result("drop c", ["src/app.py"])\n',
 })
 
@@ -277,6 +279,41 @@ H.test('undo restores the exact content and reloads the buffer', function()
   H.eq(vim.v.shell_error, 0, 'cairn accept from a shell')
   H.wait(5000, function() return vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'd = 4' end, 'buffer reloaded after a shell accept')
   H.eq(vim.bo[buf].modified, false, 'buffer not modified')
+end)
+
+H.test('an agent between its run and its review is still the one an id-less command acts on', function()
+  local function state_of(id)
+    for _, s in ipairs(require('cairn.rpc').request('list').agents) do
+      if s.id == id then
+        return s.state
+      end
+    end
+  end
+  local function reviewing(task)
+    require('cairn').queue(task, false)
+    local id
+    H.wait(10000, function()
+      for _, s in ipairs(require('cairn.rpc').request('list').agents) do
+        if s.task == task and s.state == 'reviewing' then
+          id = s.id
+        end
+      end
+      return id ~= nil
+    end, task .. ' under review')
+    return id
+  end
+  local first, later = reviewing('agents/first.pym'), reviewing('agents/later.pym')
+  -- `later` as it is for a moment after its run, while its submission is stored (a long
+  -- moment when a jj change is recorded): shown, and the one an id-less reject means. Its
+  -- worker is a live process (this Neovim), so that no recovery re-queues it meanwhile.
+  local set = 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE agents SET state = \'submitting\', worker_pid = ?, worker_start = 0 WHERE id = ?", (int(sys.argv[3]), sys.argv[2])); c.commit()'
+  vim.fn.system({ 'python3', '-c', set, root .. '/.agentfs/bin.db', later, tostring(vim.fn.getpid()) })
+  H.eq(vim.v.shell_error, 0, 'python3 sets the state')
+  local r = H.run(5000, function(d) require('cairn').reject('', d) end, 'rejected')
+  H.eq(r and r.id, later, 'the agent rejected')
+  H.eq(state_of(later), 'rejected', 'its state')
+  H.eq(state_of(first), 'reviewing', 'the other one, untouched')
+  H.run(5000, function(d) require('cairn').reject(first, d) end, 'the other one rejected')
 end)
 
 H.finish()

@@ -293,6 +293,12 @@ impl Bin {
     /// Moves `id` to `to` if the move is legal from its current state; `action` names the
     /// operation for the error message. Returns the updated record.
     pub fn transition(&mut self, id: &str, to: State, action: &str, extra: TransitionExtra) -> Result<AgentRecord> {
+        self.transitions(id, action, [(to, extra)])
+    }
+
+    /// [`Bin::transition`] through each of `moves` in turn, in one transaction: no reader sees
+    /// the states in between.
+    pub fn transitions<'a>(&mut self, id: &str, action: &str, moves: impl IntoIterator<Item = (State, TransitionExtra<'a>)>) -> Result<AgentRecord> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (cur, pending): (String, i64) = tx
             .query_row("SELECT state, accept_pending FROM agents WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -305,11 +311,14 @@ impl Bin {
                 action: format!("{action}; run `cairn accept {id}` again to finish"),
             });
         }
-        let from: State = cur.parse().map_err(|e| Error::Internal(format!("bin.db: {e}")))?;
-        if !from.can_move_to(to) {
-            return Err(Error::IllegalTransition { id: id.to_string(), from: from.to_string(), action: action.to_string() });
+        let mut from: State = cur.parse().map_err(|e| Error::Internal(format!("bin.db: {e}")))?;
+        for (to, extra) in moves {
+            if !from.can_move_to(to) {
+                return Err(Error::IllegalTransition { id: id.to_string(), from: from.to_string(), action: action.to_string() });
+            }
+            apply_transition(&tx, id, to, &extra)?;
+            from = to;
         }
-        apply_transition(&tx, id, to, &extra)?;
         tx.commit()?;
         self.get(id)
     }
