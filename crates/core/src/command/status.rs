@@ -79,14 +79,30 @@ pub fn task_brief(project: &Project, id: &str) -> Option<TaskBrief> {
     Some(TaskBrief { id: t.id, status: t.status, checks })
 }
 
+/// The changed paths of a decided agent's overlay, by what its entries do; `None` when it cannot
+/// be read (the full review then says why).
+fn decided_changes(project: &Project, id: &str) -> Option<Vec<ChangeSummary>> {
+    use crate::store::overlay::Kinded;
+    let kinds = project.existing_overlay(id).ok()??.kinds().ok()?;
+    let kind = |k: Kinded| match k {
+        Kinded::Added => ChangeKind::Added,
+        Kinded::Modified => ChangeKind::Modified,
+        Kinded::Deleted => ChangeKind::Deleted,
+    };
+    Some(kinds.into_iter().map(|(path, k)| ChangeSummary { runs_by_itself: crate::paths::runs_by_itself(&path), path, kind: kind(k) }).collect())
+}
+
 /// Builds the status of an agent record: `changes` always; `detailed` (one agent's own
 /// status) adds its task and the jj integration, and fails where reading its changes fails,
 /// where a listing of many shows the agent without them.
 pub fn status_of(project: &Project, rec: &AgentRecord, detailed: bool) -> Result<Status> {
     // A damaged overlay does not hide the agent: its status says so instead of failing. One
     // being created (a running agent's) is not damage.
-    let (changes, damage) = match review::changes(project, &rec.id) {
-        Ok(c) => (c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect(), None),
+    // A decided agent in a listing: what its overlay holds, read cheaply (no three-way review
+    // of the project as it is now, which says nothing about a decided proposal).
+    let listed = if !detailed && rec.state.is_terminal() { decided_changes(project, &rec.id) } else { None };
+    let (changes, damage) = match listed.map_or_else(|| review::changes(project, &rec.id).map(|c| c.into_iter().map(|c| ChangeSummary { path: c.path, kind: c.kind, runs_by_itself: c.runs_by_itself }).collect()), Ok) {
+        Ok(c) => (c, None),
         Err(e @ Error::Overlay { .. }) if detailed || !rec.state.is_running() => (Vec::new(), Some(e.to_string())),
         Err(e) if detailed => return Err(e),
         Err(e) => {

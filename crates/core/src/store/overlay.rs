@@ -47,6 +47,14 @@ pub enum Change {
     Delete,
 }
 
+/// What an overlay's entry does to its path ([`Overlay::kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kinded {
+    Added,
+    Modified,
+    Deleted,
+}
+
 /// One changed path with the base recorded for it.
 #[derive(Debug, Clone)]
 pub struct Changed {
@@ -143,6 +151,21 @@ impl Overlay {
     pub fn paths(&self) -> Result<Vec<(String, bool)>> {
         let mut st = self.conn.prepare_cached("SELECT path, kind FROM entries ORDER BY path")?;
         let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, Kind::from_i64(r.get(1)?) == Kind::Whiteout)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Each changed path with what it is: a whiteout (deleted), a file the agent found
+    /// (modified) or not (added). No content is read: what a listing shows.
+    pub fn kinds(&self) -> Result<Vec<(String, Kinded)>> {
+        let mut st = self.conn.prepare_cached("SELECT e.path, e.kind, b.hash IS NOT NULL FROM entries e LEFT JOIN bases b ON b.path = e.path ORDER BY e.path")?;
+        let rows = st.query_map([], |r| {
+            let kind = match (Kind::from_i64(r.get(1)?) == Kind::Whiteout, r.get::<_, Option<bool>>(2)?.unwrap_or(false)) {
+                (true, _) => Kinded::Deleted,
+                (false, true) => Kinded::Modified,
+                (false, false) => Kinded::Added,
+            };
+            Ok((r.get::<_, String>(0)?, kind))
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
