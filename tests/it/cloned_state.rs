@@ -142,16 +142,18 @@ fn a_journal_naming_a_path_accept_never_writes_writes_nothing() {
     // An accepted agent: undo.
     let accepted = f.run_ok("write_file('b.txt', 'b')");
     f.cairn(&["accept", &accepted.id]).ok();
-    // An accept left pending: rollback (reject) and resumption (accept).
     let pending = f.run_ok("write_file('c.txt', 'c')");
-    let mut batch = format!("UPDATE agents SET accept_pending = 1 WHERE id = '{}';", pending.id);
     // (Paths that leave the project were refused before; these are inside it, protected.)
-    for p in [".git/hooks/post-checkout", ".cairn.toml", "sub/.GIT/config"] {
-        batch.push_str(&row(&accepted.id, p));
-        batch.push_str(&row(&pending.id, p));
-    }
+    let paths = [".git/hooks/post-checkout", ".cairn.toml", "sub/.GIT/config"];
+    sql(&bin, &paths.iter().map(|p| row(&accepted.id, p)).collect::<String>());
+    let undo = f.cairn(&["undo", &accepted.id]);
+    assert_eq!(undo.code, 1, "{undo:?}");
+    assert!(undo.stderr.contains("names a path Cairn never writes"), "{}", undo.stderr);
+    // An accept left pending: rollback (reject) and resumption (accept).
+    let mut batch = format!("UPDATE agents SET accept_pending = 1 WHERE id = '{}';", pending.id);
+    batch.extend(paths.iter().map(|p| row(&pending.id, p)));
     sql(&bin, &batch);
-    for args in [vec!["undo", &accepted.id], vec!["reject", &pending.id], vec!["accept", &pending.id]] {
+    for args in [vec!["reject", &pending.id], vec!["accept", &pending.id]] {
         let r = f.cairn(&args);
         assert_eq!(r.code, 1, "{args:?}: {r:?}");
         assert!(r.stderr.contains("names a path Cairn never writes"), "{args:?}: {}", r.stderr);

@@ -418,6 +418,59 @@ fn accept_lands_the_rebased_content_and_the_index_matches_the_disk() {
     assert_eq!(report.hashed, 0, "the index holds each written file's size and mtime: {report:?}");
 }
 
+/// A file goes in place only over what was last seen there: an editor's save that lands after
+/// accept's last look (however late, up to the rename itself) is never replaced, whether it
+/// renames a new file over the old one or writes in place, nor a file created meanwhile at a
+/// path the agent adds.
+#[test]
+fn a_save_after_the_last_look_is_never_replaced() {
+    use cairn::store::{atomic, fsx};
+    let f = Fixture::with_files(&[("d/a.txt", "old\n"), ("d/b.txt", "old\n"), ("d/c.txt", "old\n")]);
+    let temps = || f.tree().into_iter().filter(|(p, _)| p.contains(atomic::TEMP_SUFFIX)).count();
+    let seen = |rel: &str| fsx::stamp(&f.root, rel).unwrap();
+    // Renamed over (vim, VS Code).
+    let (a, p) = (seen("d/a.txt"), atomic::prepare(&f.root, "d/a.txt", b"agent\n", 0o644).unwrap());
+    f.write("d/a.txt.swp", "saved\n");
+    std::fs::rename(f.root.join("d/a.txt.swp"), f.root.join("d/a.txt")).unwrap();
+    assert_eq!(p.commit_over(a.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(f.read_str("d/a.txt").unwrap(), "saved\n");
+    // Written in place.
+    let (b, p) = (seen("d/b.txt"), atomic::prepare(&f.root, "d/b.txt", b"agent\n", 0o644).unwrap());
+    std::fs::write(f.root.join("d/b.txt"), "saved in place, longer\n").unwrap();
+    assert_eq!(p.commit_over(b.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(f.read_str("d/b.txt").unwrap(), "saved in place, longer\n");
+    // Created meanwhile where the agent adds a file.
+    let p = atomic::prepare(&f.root, "d/new.txt", b"agent\n", 0o644).unwrap();
+    f.write("d/new.txt", "mine\n");
+    assert_eq!(p.commit_over(None).unwrap(), atomic::Over::Moved);
+    assert_eq!(f.read_str("d/new.txt").unwrap(), "mine\n");
+    // Untouched since seen: in place, and what it replaced is gone.
+    let (c, p) = (seen("d/c.txt"), atomic::prepare(&f.root, "d/c.txt", b"agent\n", 0o644).unwrap());
+    assert_eq!(p.commit_over(c.as_ref()).unwrap(), atomic::Over::Placed);
+    assert_eq!(f.read_str("d/c.txt").unwrap(), "agent\n");
+    assert_eq!(temps(), 0, "{:?}", f.tree());
+}
+
+/// While one agent's accept is interrupted (half its files in place), no other accept, hunk
+/// accept or undo lands on top: each says which agent to finish or roll back first; once it
+/// is rolled back, they go through.
+#[test]
+fn an_interrupted_accept_blocks_the_others_until_finished_or_rolled_back() {
+    let f = Fixture::with_files(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let first = f.run_ok("write_file('a.txt', 'A\\n')").id;
+    let second = f.run_ok("write_file('b.txt', 'B\\n')").id;
+    // The state a kill between two renames leaves: the accept journaled, pending.
+    f.project().bin().unwrap().begin_accept(&first, &[]).unwrap().sync().unwrap();
+    let refused = f.cairn(&["accept", &second]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains(&format!("agent {first}'s accept was interrupted")), "{}", refused.stderr);
+    assert!(refused.stderr.contains(&format!("cairn reject {first}")), "{}", refused.stderr);
+    assert_eq!(f.read_str("b.txt").unwrap(), "b\n");
+    f.cairn(&["reject", &first]).ok();
+    f.cairn(&["accept", &second]).ok();
+    assert_eq!(f.read_str("b.txt").unwrap(), "B\n");
+}
+
 /// An unnamed temporary (`O_TMPFILE`) shows nowhere until committed, and dropping it leaves
 /// nothing: what accept's writing ahead relies on.
 #[test]

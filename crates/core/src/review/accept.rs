@@ -46,7 +46,7 @@ pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32,
 /// `bin`: a connection to the project's `bin.db`.
 pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result<AcceptReport> {
     let phases = Phases::start();
-    let _lock = super::lock::acquire(project)?;
+    let _lock = super::lock::acquire_for(project, id)?;
     let rec = bin.get(id)?;
     if rec.accept_pending {
         return resume_accept(project, bin, &rec, force);
@@ -194,21 +194,42 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
     let known: Vec<crate::sync::Known> = journal
         .iter()
         .zip(&steps)
-        .map(|(j, step)| (j.path.clone(), j.new.map(|n| (n.0, if let Step::Write(p) = step { Some(p.written()) } else { None }))))
+        .map(|(j, (step, _))| (j.path.clone(), j.new.map(|n| (n.0, if let Step::Write(p) = step { Some(p.written()) } else { None }))))
         .collect();
-    let steps: Vec<std::sync::Mutex<Option<Step>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let steps: Vec<std::sync::Mutex<Option<(Step, Option<fsx::Stamp>)>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
     let threads = crate::par::io_threads(steps.len());
+    // A path found changed at its rename (an editor saved after the last look) stops the
+    // renames still to come.
+    let stop = std::sync::atomic::AtomicBool::new(false);
     let (committed, recorded) = std::thread::scope(|s| {
         let recorded = s.spawn(|| crate::sync::record_known(project, &known));
-        let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| match slot.lock().ok().and_then(|mut s| s.take()) {
-            Some(Step::Write(p)) => p.commit(),
-            Some(Step::Remove(path)) => fsx::remove(&project.root, &path),
-            _ => Ok(()),
+        let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
+            let step = slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(std::sync::atomic::Ordering::Relaxed));
+            match step {
+                Some((Step::Write(p), seen)) => {
+                    let path = p.rel();
+                    match p.commit_over(seen.as_ref())? {
+                        atomic::Over::Placed => Ok(None),
+                        atomic::Over::Moved => {
+                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                            Ok(Some(path))
+                        }
+                    }
+                }
+                Some((Step::Remove(path), _)) => fsx::remove(&project.root, &path).map(|()| None),
+                _ => Ok(None),
+            }
         });
         (committed, recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
     });
-    committed?.into_iter().collect::<Result<()>>()?;
+    let moved: Vec<String> = committed?.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
     recorded?;
+    if !moved.is_empty() {
+        // What went in place goes back (the journal has it); the saved files stay as saved.
+        drop(closing);
+        super::reject::roll_back(project, id)?;
+        return Err(Error::StaleBase { id: id.to_string(), paths: moved });
+    }
     phases.mark("renamed");
     let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
     for j in journal {

@@ -166,7 +166,7 @@ fn settle(project: &Project, id: &str, overlay: Overlay) -> Result<State> {
 /// conflicts with them is refused unless `force`. Journaled before the write, like a whole
 /// accept: undo gives back the file as it was before the first hunk landed.
 pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: bool) -> Result<HunkReport> {
-    let _lock = super::lock::acquire(project)?;
+    let _lock = super::lock::acquire_for(project, id)?;
     atomic::remove_temps(&project.root, crate::paths::parent(path))?;
     if let Some(report) = finish_pending(project, id)? {
         return Ok(report);

@@ -36,3 +36,16 @@ pub fn acquire(project: &Project) -> Result<ReviewLock> {
         }
     }
 }
+
+/// [`acquire`], for a change to the project on behalf of agent `id`: refused while another
+/// agent's accept is interrupted (its files half in place: landing more on top would mix the
+/// two, and finishing it later could undo this one).
+pub fn acquire_for(project: &Project, id: &str) -> Result<ReviewLock> {
+    let lock = acquire(project)?;
+    if let Some(other) = project.bin()?.other_accept_pending(id)? {
+        return Err(Error::Busy(format!(
+            "agent {other}'s accept was interrupted and is half done: finish it (`cairn accept {other}`) or roll it back (`cairn reject {other}`) first"
+        )));
+    }
+    Ok(lock)
+}

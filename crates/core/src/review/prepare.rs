@@ -102,8 +102,9 @@ pub(super) enum Seen {
 /// Writes and syncs every new file under a temporary name (concurrently: the work is bound by
 /// fsync latency) while the journal's own fsync runs, then takes a last look at each path:
 /// a status that moved since its check (an editor saving meanwhile) stops the accept before
-/// anything changes in place. Each path is checked while the writing ahead finishes.
-pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync) -> Result<Vec<Step>> {
+/// anything changes in place. Each step comes with the stamp its path had then, which its
+/// rename checks once more ([`atomic::Prepared::commit_over`]). Each path is checked while the writing ahead finishes.
+pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync) -> Result<Vec<(Step, Option<fsx::Stamp>)>> {
     let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
     let threads = crate::par::io_threads(work.len());
     // A checked path keeps its directory's descriptor until its file is prepared, so only a
@@ -156,7 +157,7 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
     if !moved.is_empty() {
         return Err(Error::StaleBase { id: id.to_string(), paths: moved });
     }
-    Ok(looks.into_iter().map(|(_, (step, _))| step).collect())
+    Ok(looks.into_iter().map(|(_, step_seen)| step_seen).collect())
 }
 
 /// What one journal entry needs once every file is prepared.

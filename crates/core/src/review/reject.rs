@@ -8,20 +8,20 @@ use crate::store::bin::{AgentRecord, JournalEntry, TransitionExtra};
 use crate::store::{atomic, fsx, Hash};
 use crate::lifecycle::State;
 
-/// Restores the journaled old content of every path an interrupted accept of `id` reached,
-/// refusing (and changing nothing) when a path holds neither side (edited since).
-fn roll_back(project: &Project, id: &str) -> Result<()> {
+/// Restores the journaled old content of every path an interrupted (or stopped) accept of `id`
+/// reached, and marks the accept abandoned. A path that holds neither side (the user edited it
+/// since) is left as the user has it: it is newer than both (said in the log).
+pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
     let mut bin = project.bin()?;
     let journal = super::journal(project, &bin, id)?;
     let (currents, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {
-        return Err(Error::StaleBase { id: id.to_string(), paths: edited });
+        tracing::warn!(agent = %id, "rolling back its accept: kept as edited since: {}", edited.join(", "));
     }
     let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
     for dir in dirs {
         atomic::remove_temps(&project.root, dir)?;
     }
-    let mut touched = Vec::new();
     for (j, cur) in journal.iter().zip(currents) {
         if cur == j.old.map(|o| o.0) {
             if j.old.is_none() {
@@ -30,13 +30,17 @@ fn roll_back(project: &Project, id: &str) -> Result<()> {
             }
             continue;
         }
+        if edited.contains(&j.path) {
+            continue;
+        }
         match (&j.old, &j.old_content) {
             (Some((_, mode)), Some(content)) => atomic::write_atomic(&project.root, &j.path, content, *mode)?,
             _ => remove_new_file(project, &j.path)?,
         }
-        touched.push(j.path.clone());
     }
-    crate::sync::refresh(project, &touched)?;
+    // Every journaled path: the index may hold the new version of one never renamed.
+    let paths: Vec<String> = journal.iter().map(|j| j.path.clone()).collect();
+    crate::sync::refresh(project, &paths)?;
     bin.abandon_accept(id)
 }
 

@@ -19,7 +19,7 @@ pub struct UndoReport {
 
 /// Restores what accepting `id` changed, refusing paths edited since.
 pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
-    let _lock = super::lock::acquire(project)?;
+    let _lock = super::lock::acquire_for(project, id)?;
     let mut bin = project.bin()?;
     let rec = bin.get(id)?;
     if rec.state != State::Accepted {

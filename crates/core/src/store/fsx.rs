@@ -162,6 +162,12 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The same file with the same content and mode as far as the status shows: all but the
+    /// ctime, which moving a file (a rename) changes.
+    pub fn same_file(&self, other: &Stamp) -> bool {
+        (self.dev, self.ino, self.mode, self.size, self.mtime) == (other.dev, other.ino, other.mode, other.size, other.mtime)
+    }
+
     pub(super) fn of(st: &rfs::Stat) -> Stamp {
         Stamp {
             dev: st.st_dev,

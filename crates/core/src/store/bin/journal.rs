@@ -11,6 +11,7 @@ use super::{apply_transition, Bin, JournalEntry, TransitionExtra};
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::store::{hash_from_blob, Hash};
+use rusqlite::OptionalExtension;
 use rusqlite::{params, TransactionBehavior};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -173,6 +174,11 @@ impl Bin {
         })();
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         result
+    }
+
+    /// An agent other than `id` whose accept was interrupted (its journal pending), if any.
+    pub fn other_accept_pending(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT id FROM agents WHERE accept_pending != 0 AND id != ?1 LIMIT 1", [id], |r| r.get(0)).optional()?)
     }
 
     /// Abandons an interrupted accept after its files were rolled back: the agent is plain
