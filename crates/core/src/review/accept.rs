@@ -8,8 +8,9 @@
 //!    disk; then a last look at each path's stamp: one that moved since review read it (an
 //!    editor saving) stops the accept with nothing changed (`prepare.rs`; the files are
 //!    mostly written ahead, during steps 1 and 2: `ahead.rs`).
-//! 4. Rename each file in place (and fsync its directory) while `stable.db` records the new
-//!    versions.
+//! 4. Put each file in place (and fsync its directory) while `stable.db` records the new
+//!    versions: an exchange with what is at the path, kept only if that is what was seen (an
+//!    editor saving after the last look gets its file back, and the accept is rolled back).
 //! 5. Mark the agent accepted and archive its overlay.
 //!
 //! A crash anywhere leaves each file wholly old or wholly new, and running accept again
@@ -21,7 +22,8 @@ use crate::store::bin::{AgentRecord, Bin, JournalEntry, JournalSync};
 use crate::store::overlay::Overlay;
 use super::ahead::Ahead;
 use super::prepare::{prepare_all, Seen, Step, Work};
-use crate::store::{atomic, fsx, hash_bytes, Hash};
+use crate::store::{atomic, fsx, hash_bytes};
+use super::rollback::current;
 use serde::Serialize;
 
 /// What an accept did.
@@ -36,9 +38,6 @@ pub struct AcceptReport {
     pub resumed: bool,
 }
 
-pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32, Vec<u8>)>> {
-    Ok(fsx::read(&project.root, rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode, bytes)))
-}
 
 /// Accepts agent `id`: applies its change, rebased onto the project as it is now, to the
 /// working tree and `stable.db`. Conflicts with the user's edits refuse it unless `force`,
@@ -196,38 +195,16 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
         .zip(&steps)
         .map(|(j, (step, _))| (j.path.clone(), j.new.map(|n| (n.0, if let Step::Write(p) = step { Some(p.written()) } else { None }))))
         .collect();
-    let steps: Vec<std::sync::Mutex<Option<(Step, Option<fsx::Stamp>)>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
-    let threads = crate::par::io_threads(steps.len());
-    // A path found changed at its rename (an editor saved after the last look) stops the
-    // renames still to come.
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let (committed, recorded) = std::thread::scope(|s| {
+    let (moved, recorded) = std::thread::scope(|s| {
         let recorded = s.spawn(|| crate::sync::record_known(project, &known));
-        let committed = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
-            let step = slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(std::sync::atomic::Ordering::Relaxed));
-            match step {
-                Some((Step::Write(p), seen)) => {
-                    let path = p.rel();
-                    match p.commit_over(seen.as_ref())? {
-                        atomic::Over::Placed => Ok(None),
-                        atomic::Over::Moved => {
-                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                            Ok(Some(path))
-                        }
-                    }
-                }
-                Some((Step::Remove(path), _)) => fsx::remove(&project.root, &path).map(|()| None),
-                _ => Ok(None),
-            }
-        });
-        (committed, recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
+        (rename_all(project, steps), recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
     });
-    let moved: Vec<String> = committed?.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+    let moved = moved?;
     recorded?;
     if !moved.is_empty() {
         // What went in place goes back (the journal has it); the saved files stay as saved.
         drop(closing);
-        super::reject::roll_back(project, id)?;
+        super::rollback::roll_back(project, id)?;
         return Err(Error::StaleBase { id: id.to_string(), paths: moved });
     }
     phases.mark("renamed");
@@ -251,6 +228,29 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
     archived?;
     phases.mark("finished");
     Ok(report)
+}
+
+/// Puts every prepared file in place, each only over what was seen at its path (concurrently);
+/// the paths found changed at their rename (an editor saved after the last look), after which
+/// no more is renamed.
+fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>) -> Result<Vec<String>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let threads = crate::par::io_threads(steps.len());
+    let steps: Vec<std::sync::Mutex<Option<(Step, Option<fsx::Stamp>)>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
+    let stop = AtomicBool::new(false);
+    let done = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
+        match slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(Ordering::Relaxed)) {
+            Some((Step::Write(p), seen)) => {
+                let path = p.rel();
+                let moved = p.commit_over(seen.as_ref())? == atomic::Over::Moved;
+                stop.fetch_or(moved, Ordering::Relaxed);
+                Ok(moved.then_some(path))
+            }
+            Some((Step::Remove(path), _)) => fsx::remove(&project.root, &path).map(|()| None),
+            _ => Ok(None),
+        }
+    })?;
+    Ok(done.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
 }
 
 /// An overlay closing on a thread of its own (a close takes a few hundred microseconds),

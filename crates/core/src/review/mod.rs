@@ -5,7 +5,7 @@
 //! - [`hunks`]: pure hunk math on lines: no I/O, table-driven tests.
 //! - [`accept`]: accept (stale-base refusal, journaled atomic writes, crash-resumable), with
 //!   `prepare` (checks, temporaries, the last look) and `ahead` (writing while review runs).
-//! - [`reject`]: reject, and rolling back an interrupted accept.
+//! - [`reject`]: reject; `rollback`: rolling back an interrupted or stopped accept.
 //! - [`undo`]: restoring what an accept changed.
 //! - [`hunk_review`]: the hunks of a proposal for ghost text, and accepting or rejecting one.
 //! - [`feedback`]: reasons, notes and hunk decisions for the agent, delivered once.
@@ -27,6 +27,7 @@ pub mod lock;
 pub mod merge;
 mod prepare;
 pub mod reject;
+mod rollback;
 pub mod resolve;
 pub mod undo;
 

@@ -2,7 +2,7 @@
 //! since the accept. The agent is then `undone`: its proposal is back for review (ghost text,
 //! diff) and `cairn accept` applies it again.
 
-use super::reject::journal_state;
+use super::rollback::journal_state;
 use crate::error::{Error, Result};
 use crate::lifecycle::State;
 use crate::project::Project;
@@ -59,7 +59,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
                 report.restored.push(j.path.clone());
             }
             _ => {
-                super::reject::remove_new_file(project, &j.path)?;
+                super::rollback::remove_new_file(project, &j.path)?;
                 report.removed.push(j.path.clone());
             }
         }

@@ -1,0 +1,81 @@
+//! What undoes an accept's writes: the rollback of an interrupted (or stopped) accept, and the
+//! check undo shares (which journaled paths were edited since).
+
+use crate::error::Result;
+use crate::project::Project;
+use crate::store::bin::JournalEntry;
+use crate::store::{atomic, fsx, hash_bytes, Hash};
+
+/// What `rel` holds now: its hash, mode and content (`None`: nothing there).
+pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32, Vec<u8>)>> {
+    Ok(fsx::read(&project.root, rel)?.map(|(bytes, mode)| (hash_bytes(&bytes), mode, bytes)))
+}
+
+/// Restores the journaled old content of every path an interrupted (or stopped) accept of `id`
+/// reached, and marks the accept abandoned. A path that holds neither side (the user edited it
+/// since) is left as the user has it: it is newer than both (said in the log).
+pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
+    let mut bin = project.bin()?;
+    let journal = super::journal(project, &bin, id)?;
+    let (currents, edited) = journal_state(project, &journal)?;
+    if !edited.is_empty() {
+        tracing::warn!(agent = %id, "rolling back its accept: kept as edited since: {}", edited.join(", "));
+    }
+    let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
+    for dir in dirs {
+        atomic::remove_temps(&project.root, dir)?;
+    }
+    for (j, cur) in journal.iter().zip(currents) {
+        if cur == j.old.map(|o| o.0) {
+            if j.old.is_none() {
+                // Not written, but its directories may have been made ahead of it.
+                prune_empty_dirs(project, &j.path);
+            }
+            continue;
+        }
+        if edited.contains(&j.path) {
+            continue;
+        }
+        match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => atomic::write_atomic(&project.root, &j.path, content, *mode)?,
+            _ => remove_new_file(project, &j.path)?,
+        }
+    }
+    // Every journaled path: the index may hold the new version of one never renamed.
+    let paths: Vec<String> = journal.iter().map(|j| j.path.clone()).collect();
+    crate::sync::refresh(project, &paths)?;
+    bin.abandon_accept(id)
+}
+
+/// Removes a file an accept created, and the directories it made for it (only empty ones:
+/// an rmdir never removes anything else). Undo and a rollback share it.
+pub(crate) fn remove_new_file(project: &Project, rel: &str) -> Result<()> {
+    fsx::remove(&project.root, rel)?;
+    prune_empty_dirs(project, rel);
+    Ok(())
+}
+
+/// Removes the empty directories above `rel`, deepest first, up to the first that is not.
+fn prune_empty_dirs(project: &Project, rel: &str) {
+    for dir in crate::paths::ancestors(rel).collect::<Vec<_>>().into_iter().rev() {
+        if std::fs::remove_dir(project.root.join(dir)).is_err() {
+            break;
+        }
+    }
+}
+
+/// The current hash of each journaled path, and the paths that hold neither the journal's old
+/// nor its new content (edited since): what undo and a rollback must refuse.
+pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Result<(Vec<Option<Hash>>, Vec<String>)> {
+    let mut currents = Vec::with_capacity(journal.len());
+    let mut edited = Vec::new();
+    for j in journal {
+        let cur = current(project, &j.path)?.map(|c| c.0);
+        if cur != j.old.map(|o| o.0) && cur != j.new.map(|n| n.0) {
+            edited.push(j.path.clone());
+        }
+        currents.push(cur);
+    }
+    Ok((currents, edited))
+}
+
