@@ -118,6 +118,10 @@ pub enum Error {
     /// An RPC request the host does not understand.
     #[error("rpc: {0}")]
     Rpc(String),
+    /// An accept stopped by an error once files were going in place: its journal finishes or
+    /// rolls it back.
+    #[error("accept of agent {id} stopped midway, some of its files in place: {cause}")]
+    AcceptStopped { id: String, cause: Box<Error> },
     /// A bug or a broken invariant inside cairn (a worker thread panicked, a corrupt record).
     #[error("internal error: {0}")]
     Internal(String),
@@ -155,6 +159,7 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::HunkConflict { .. } => "hunk_conflict",
             Error::EditedSinceAccept { .. } => "edited_since_accept",
+            Error::AcceptStopped { .. } => "accept_stopped",
             Error::InvalidPath(_) => "invalid_path",
             Error::ProtectedPath { .. } => "protected_path",
             Error::NotAFile { .. } => "not_a_file",
@@ -202,6 +207,7 @@ impl Error {
                 format!("review the changes with `cairn diff {id}`; `cairn accept {id} --force` overwrites them")
             }
             Error::EditedSinceAccept { .. } => "revert or commit your edits to those paths first".into(),
+            Error::AcceptStopped { id, .. } => format!("once the cause is fixed, `cairn accept {id}` finishes it; `cairn reject {id}` puts back what went in place (until one of them runs, no other accept does)"),
             Error::InvalidPath(_) => "paths are project-relative; they may not leave the project".into(),
             Error::ProtectedPath { .. } => "reject this agent: its proposal writes where agents may not".into(),
             Error::NotAFile { path, .. } => format!("replace {path} with a regular file (or remove it) and accept again, or reject the agent; --force does not write over it"),

@@ -199,7 +199,7 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
         let recorded = s.spawn(|| crate::sync::record_known(project, &known));
         (rename_all(project, steps), recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
     });
-    let moved = moved?;
+    let moved = moved.map_err(|e| Error::AcceptStopped { id: id.to_string(), cause: Box::new(e) })?;
     recorded?;
     if !moved.is_empty() {
         // What went in place goes back (the journal has it); the saved files stay as saved.
