@@ -421,7 +421,7 @@ fn accept_lands_the_rebased_content_and_the_index_matches_the_disk() {
 /// A file goes in place only over what was last seen there: an editor's save that lands after
 /// accept's last look (however late, up to the rename itself) is never replaced, whether it
 /// renames a new file over the old one or writes in place, nor a file created meanwhile at a
-/// path the agent adds.
+/// path the agent adds, nor one saved where the agent deletes.
 #[test]
 fn a_save_after_the_last_look_is_never_replaced() {
     use cairn::store::{atomic, fsx};
@@ -444,6 +444,15 @@ fn a_save_after_the_last_look_is_never_replaced() {
     f.write("d/new.txt", "mine\n");
     assert_eq!(p.commit_over(None).unwrap(), atomic::Over::Moved);
     assert_eq!(f.read_str("d/new.txt").unwrap(), "mine\n");
+    // Saved where the agent deletes: kept; untouched: removed.
+    f.write("d/gone.txt", "old\n");
+    let g = seen("d/gone.txt");
+    f.write("d/gone.txt", "saved, longer\n");
+    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(f.read_str("d/gone.txt").unwrap(), "saved, longer\n");
+    let g = seen("d/gone.txt");
+    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref()).unwrap(), atomic::Over::Placed);
+    assert!(f.read_str("d/gone.txt").is_none());
     // Untouched since seen: in place, and what it replaced is gone.
     let (c, p) = (seen("d/c.txt"), atomic::prepare(&f.root, "d/c.txt", b"agent\n", 0o644).unwrap());
     assert_eq!(p.commit_over(c.as_ref()).unwrap(), atomic::Over::Placed);

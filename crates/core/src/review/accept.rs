@@ -246,7 +246,11 @@ fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>) -> Resu
                 stop.fetch_or(moved, Ordering::Relaxed);
                 Ok(moved.then_some(path))
             }
-            Some((Step::Remove(path), _)) => fsx::remove(&project.root, &path).map(|()| None),
+            Some((Step::Remove(path), seen)) => {
+                let moved = atomic::remove_over(&project.root, &path, seen.as_ref())? == atomic::Over::Moved;
+                stop.fetch_or(moved, Ordering::Relaxed);
+                Ok(moved.then_some(path))
+            }
             _ => Ok(None),
         }
     })?;

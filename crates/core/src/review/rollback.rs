@@ -17,15 +17,16 @@ pub(crate) fn current(project: &Project, rel: &str) -> Result<Option<(Hash, u32,
 pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
     let mut bin = project.bin()?;
     let journal = super::journal(project, &bin, id)?;
+    // Each path's stamp before it is read: what goes back goes only over that (a save landing
+    // after the read is kept, as one during the accept is).
+    let seen = journal.iter().map(|j| fsx::stamp(&project.root, &j.path)).collect::<Result<Vec<_>>>()?;
     let (currents, edited) = journal_state(project, &journal)?;
-    if !edited.is_empty() {
-        tracing::warn!(agent = %id, "rolling back its accept: kept as edited since: {}", edited.join(", "));
-    }
     let dirs: std::collections::BTreeSet<&str> = journal.iter().map(|j| crate::paths::parent(&j.path)).collect();
     for dir in dirs {
         atomic::remove_temps(&project.root, dir)?;
     }
-    for (j, cur) in journal.iter().zip(currents) {
+    let mut kept = edited.clone();
+    for ((j, cur), seen) in journal.iter().zip(currents).zip(&seen) {
         if cur == j.old.map(|o| o.0) {
             if j.old.is_none() {
                 // Not written, but its directories may have been made ahead of it.
@@ -36,10 +37,22 @@ pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
         if edited.contains(&j.path) {
             continue;
         }
-        match (&j.old, &j.old_content) {
-            (Some((_, mode)), Some(content)) => atomic::write_atomic(&project.root, &j.path, content, *mode)?,
-            _ => remove_new_file(project, &j.path)?,
+        let over = match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => atomic::prepare(&project.root, &j.path, content, *mode)?.commit_over(seen.as_ref())?,
+            _ => {
+                let over = atomic::remove_over(&project.root, &j.path, seen.as_ref())?;
+                if over == atomic::Over::Placed {
+                    prune_empty_dirs(project, &j.path);
+                }
+                over
+            }
+        };
+        if over == atomic::Over::Moved {
+            kept.push(j.path.clone());
         }
+    }
+    if !kept.is_empty() {
+        tracing::warn!(agent = %id, "rolling back its accept: kept as edited since: {}", kept.join(", "));
     }
     // Every journaled path: the index may hold the new version of one never renamed.
     let paths: Vec<String> = journal.iter().map(|j| j.path.clone()).collect();

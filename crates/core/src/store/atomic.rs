@@ -11,6 +11,9 @@
 //! together (a name is given only to a synced file).
 
 use super::fsx::{err, open_dir, remove, split, Stamp};
+
+mod over;
+pub use over::{remove_over, Over};
 use crate::error::{Error, Result};
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use std::fs::File;
@@ -215,45 +218,6 @@ impl Prepared {
         Ok(())
     }
 
-    /// [`Prepared::commit`], but only over what the caller last saw at the target (`seen`;
-    /// `None`: nothing): the file is exchanged with the target (`RENAME_EXCHANGE`; a new path
-    /// is created only if still absent, `RENAME_NOREPLACE`) and what comes out is checked. When
-    /// it is not what was seen (an editor saved meanwhile), it goes back in place untouched and
-    /// [`Over::Moved`] is returned: no save is ever replaced unseen, however late it comes.
-    pub fn commit_over(mut self, seen: Option<&Stamp>) -> Result<Over> {
-        self.name()?;
-        let Temp::Named(tmp) = &self.temp else { return Err(Error::Internal("an unnamed temporary was not linked".into())) };
-        let (tmp, rel, target) = (tmp.clone(), self.rel(), self.name.clone());
-        let dir = match self.dfd.take() {
-            Some(d) => d,
-            None => open_dir(&self.root, &self.dir, false)?,
-        };
-        let out = match seen {
-            None => match rfs::renameat_with(&dir, tmp.as_str(), &dir, target.as_str(), rfs::RenameFlags::NOREPLACE) {
-                Ok(()) => Ok(Exchanged::Placed),
-                Err(rustix::io::Errno::EXIST) => Ok(Exchanged::Moved),
-                Err(e) => Err(e),
-            },
-            Some(seen) => exchange_if(&dir, &tmp, &target, seen),
-        };
-        self.dfd = Some(dir);
-        match out.map_err(|e| err(&self.root, &rel, e))? {
-            Exchanged::Placed => {
-                self.committed = true;
-                self.in_dir(|d| rfs::fsync(d))?.map_err(|e| err(&self.root, &rel, e))?;
-                Ok(Over::Placed)
-            }
-            Exchanged::Moved => Ok(Over::Moved),
-            Exchanged::Stuck => {
-                // The user's version would go with the temporary: it gets a name of its own.
-                let kept = format!("{target}.saved-during-accept");
-                let _ = self.in_dir(|d| rfs::renameat_with(d, tmp.as_str(), d, kept.as_str(), rfs::RenameFlags::NOREPLACE));
-                self.committed = true;
-                Err(Error::io(self.root.join(&rel), std::io::Error::other(format!("saved during the accept: your version is kept as {kept}"))))
-            }
-        }
-    }
-
     /// Puts the file in place: rename over the target, then fsync of the directory. An
     /// unnamed file is first named ([`Prepared::name`]).
     pub fn commit(mut self) -> Result<()> {
@@ -266,50 +230,6 @@ impl Prepared {
         })?;
         self.committed = renamed;
         synced.map_err(|e| err(&self.root, &self.rel(), e))
-    }
-}
-
-/// What [`Prepared::commit_over`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Over {
-    Placed,
-    /// The target was not what the caller saw: nothing changed there.
-    Moved,
-}
-
-enum Exchanged {
-    Placed,
-    Moved,
-    /// Putting it back failed: the target's former content is at the temporary name.
-    Stuck,
-}
-
-/// Exchanges `tmp` and `target` in `dir` if what comes out of the target is `seen`; else
-/// exchanges them back. A file system without exchanges gets a look, then a rename.
-fn exchange_if(dir: &OwnedFd, tmp: &str, target: &str, seen: &Stamp) -> rustix::io::Result<Exchanged> {
-    let now = |name: &str| rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| Stamp::of(&st));
-    match rfs::renameat_with(dir, tmp, dir, target, rfs::RenameFlags::EXCHANGE) {
-        Ok(()) => {
-            if now(tmp).is_ok_and(|out| out.same_file(seen)) {
-                rfs::unlinkat(dir, tmp, AtFlags::empty())?;
-                Ok(Exchanged::Placed)
-            } else if rfs::renameat_with(dir, tmp, dir, target, rfs::RenameFlags::EXCHANGE).is_ok() {
-                Ok(Exchanged::Moved)
-            } else {
-                Ok(Exchanged::Stuck)
-            }
-        }
-        // Nothing at the target any more: deleted meanwhile.
-        Err(rustix::io::Errno::NOENT) => Ok(Exchanged::Moved),
-        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS | rustix::io::Errno::OPNOTSUPP) => {
-            if now(target).is_ok_and(|cur| cur.same_file(seen)) {
-                rfs::renameat(dir, tmp, dir, target)?;
-                Ok(Exchanged::Placed)
-            } else {
-                Ok(Exchanged::Moved)
-            }
-        }
-        Err(e) => Err(e),
     }
 }
 
