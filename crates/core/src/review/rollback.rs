@@ -39,13 +39,7 @@ pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
         }
         let over = match (&j.old, &j.old_content) {
             (Some((_, mode)), Some(content)) => atomic::prepare(&project.root, &j.path, content, *mode)?.commit_over(seen.as_ref())?,
-            _ => {
-                let over = atomic::remove_over(&project.root, &j.path, seen.as_ref())?;
-                if over == atomic::Over::Placed {
-                    prune_empty_dirs(project, &j.path);
-                }
-                over
-            }
+            _ => remove_new_file_over(project, &j.path, seen.as_ref())?,
         };
         if over == atomic::Over::Moved {
             kept.push(j.path.clone());
@@ -60,12 +54,15 @@ pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
     bin.abandon_accept(id)
 }
 
-/// Removes a file an accept created, and the directories it made for it (only empty ones:
-/// an rmdir never removes anything else). Undo and a rollback share it.
-pub(crate) fn remove_new_file(project: &Project, rel: &str) -> Result<()> {
-    fsx::remove(&project.root, rel)?;
-    prune_empty_dirs(project, rel);
-    Ok(())
+/// Removes a file an accept created, only if it is what was seen there
+/// ([`atomic::remove_over`]), and the directories it made for it (only empty ones: an rmdir
+/// never removes anything else). Undo and a rollback share it.
+pub(crate) fn remove_new_file_over(project: &Project, rel: &str, seen: Option<&fsx::Stamp>) -> Result<atomic::Over> {
+    let over = atomic::remove_over(&project.root, rel, seen)?;
+    if over == atomic::Over::Placed {
+        prune_empty_dirs(project, rel);
+    }
+    Ok(over)
 }
 
 /// Removes the empty directories above `rel`, deepest first, up to the first that is not.

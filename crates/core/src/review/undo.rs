@@ -26,6 +26,9 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
         return Err(Error::IllegalTransition { id: id.to_string(), from: rec.state.to_string(), action: "undo (only accepted agents can be undone)".into() });
     }
     let journal = super::journal(project, &bin, id)?;
+    // Each path's stamp before it is read: what goes back goes only over that (a save landing
+    // after the check is kept, and stops the undo as an edit would have).
+    let seen = journal.iter().map(|j| crate::store::fsx::stamp(&project.root, &j.path)).collect::<Result<Vec<_>>>()?;
     // Already restored (an interrupted undo) or still as accepted: both fine.
     let (_, edited) = journal_state(project, &journal)?;
     if !edited.is_empty() {
@@ -52,20 +55,24 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
     let landed: Vec<(String, Option<(Vec<u8>, u32)>)> = journal.iter().map(|j| Ok((j.path.clone(), crate::store::fsx::read(&project.root, &j.path)?))).collect::<Result<_>>()?;
     let mut report = UndoReport { id: id.to_string(), restored: Vec::new(), removed: Vec::new() };
     let mut touched = Vec::new();
-    for j in &journal {
-        match (&j.old, &j.old_content) {
-            (Some((_, mode)), Some(content)) => {
-                atomic::write_atomic(&project.root, &j.path, content, *mode)?;
-                report.restored.push(j.path.clone());
-            }
-            _ => {
-                super::rollback::remove_new_file(project, &j.path)?;
-                report.removed.push(j.path.clone());
-            }
+    let mut saved = Vec::new();
+    for (j, seen) in journal.iter().zip(&seen) {
+        let over = match (&j.old, &j.old_content) {
+            (Some((_, mode)), Some(content)) => atomic::prepare(&project.root, &j.path, content, *mode)?.commit_over(seen.as_ref())?,
+            _ => super::rollback::remove_new_file_over(project, &j.path, seen.as_ref())?,
+        };
+        match (over, j.old.is_some()) {
+            (atomic::Over::Moved, _) => saved.push(j.path.clone()),
+            (_, true) => report.restored.push(j.path.clone()),
+            (_, false) => report.removed.push(j.path.clone()),
         }
         touched.push(j.path.clone());
     }
     crate::sync::refresh(project, &touched)?;
+    if !saved.is_empty() {
+        // Saved while the undo ran: kept; undo again once it is reverted finishes the rest.
+        return Err(Error::EditedSinceAccept { id: id.to_string(), paths: saved });
+    }
     // The proposal is back for review: its overlay in place, then the state (a kill in
     // between leaves an accepted agent whose files are restored: undo again finishes it).
     project.unarchive_overlay(id)?;
