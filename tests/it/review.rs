@@ -460,6 +460,21 @@ fn a_save_after_the_last_look_is_never_replaced() {
     assert_eq!(temps(), 0, "{:?}", f.tree());
 }
 
+/// An accept refused before its first rename takes back the directories it made for new
+/// files (and only those: a directory that was there stays, empty or not).
+#[test]
+fn a_refused_accept_leaves_no_directory_it_made() {
+    let f = Fixture::with_files(&[("keep.txt", "k\n"), ("empty/.keep", "")]);
+    std::fs::remove_file(f.root.join("empty/.keep")).unwrap();
+    let id = f.run_ok("write_file('a/b/x.txt', 'x')\nwrite_file('empty/new/n.txt', 'n')\nwrite_file('c/y.txt', 'y')").id;
+    f.write("c", "now a file\n");
+    let r = f.cairn(&["accept", &id]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("its parent c is a file now"), "{}", r.stderr);
+    assert!(!f.root.join("a").exists() && !f.root.join("empty/new").exists(), "{:?}", f.tree());
+    assert!(f.root.join("empty").is_dir(), "the user's empty directory stays");
+}
+
 /// While one agent's accept is interrupted (half its files in place), no other accept, hunk
 /// accept or undo lands on top: each says which agent to finish or roll back first; once it
 /// is rolled back, they go through.

@@ -173,8 +173,10 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
         }
     }
     // An ordinary error up to the first rename (a full disk, a read-only directory, a file
-    // edited meanwhile) leaves the project as it was, and a fresh accept is abandoned: the
-    // agent stays reviewable.
+    // edited meanwhile) leaves the project as it was (the directories made for new files go
+    // again), and a fresh accept is abandoned: the agent stays reviewable.
+    let added = journal.iter().filter(|j| j.old.is_none() && j.new.is_some()).map(|j| j.path.as_str());
+    let made = if resume { Vec::new() } else { super::rollback::missing_dirs(project, added) };
     let steps = match prepare_all(project, id, journal, work, ahead, sync) {
         Ok(steps) => {
             phases.mark("prepared");
@@ -182,6 +184,7 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
         }
         Err(e) => {
             if !resume {
+                super::rollback::remove_made_dirs(project, &made);
                 bin.abandon_accept(id)?;
             }
             return Err(e);

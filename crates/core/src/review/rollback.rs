@@ -89,3 +89,43 @@ pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Resu
     Ok((currents, edited))
 }
 
+
+/// The shallowest missing directory above each of `paths`: what writing them would make.
+pub(super) fn missing_dirs<'a>(project: &Project, paths: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for path in paths {
+        if let Some(dir) = crate::paths::ancestors(path).find(|d| !matches!(fsx::stat_nofollow(&project.root, d), Ok(Some(_)))) {
+            out.insert(dir.to_string());
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Removes what is empty of each of `dirs`, which a refused accept made: the directory and the
+/// empty ones under it, deepest first (never through a symlink); anything holding a file stays.
+pub(super) fn remove_made_dirs(project: &Project, dirs: &[String]) {
+    for dir in dirs {
+        let (parent, name) = (crate::paths::parent(dir), crate::paths::file_name(dir));
+        if let Ok(pfd) = fsx::open_dir(&project.root, parent, false) {
+            remove_empty_tree(&pfd, name);
+        }
+    }
+}
+
+fn remove_empty_tree(dfd: &std::os::fd::OwnedFd, name: &str) -> bool {
+    use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(child) = rfs::openat(dfd, name, flags, Mode::empty()) else { return false };
+    if let Ok(entries) = rfs::Dir::read_from(&child) {
+        let subdirs: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type() == FileType::Directory)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "." && n != "..")
+            .collect();
+        for sub in subdirs {
+            remove_empty_tree(&child, &sub);
+        }
+    }
+    rfs::unlinkat(dfd, name, AtFlags::REMOVEDIR).is_ok()
+}
