@@ -242,20 +242,17 @@ fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>) -> Resu
     let steps: Vec<std::sync::Mutex<Option<(Step, Option<fsx::Stamp>)>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
     let stop = AtomicBool::new(false);
     let done = crate::par::map(&steps, threads, "accept (renaming)", |slot| {
-        match slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(Ordering::Relaxed)) {
+        let (over, path) = match slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(Ordering::Relaxed)) {
             Some((Step::Write(p), seen)) => {
                 let path = p.rel();
-                let moved = p.commit_over(seen.as_ref())? == atomic::Over::Moved;
-                stop.fetch_or(moved, Ordering::Relaxed);
-                Ok(moved.then_some(path))
+                (p.commit_over(seen.as_ref())?, path)
             }
-            Some((Step::Remove(path), seen)) => {
-                let moved = atomic::remove_over(&project.root, &path, seen.as_ref())? == atomic::Over::Moved;
-                stop.fetch_or(moved, Ordering::Relaxed);
-                Ok(moved.then_some(path))
-            }
-            _ => Ok(None),
-        }
+            Some((Step::Remove(path), seen)) => (atomic::remove_over(&project.root, &path, seen.as_ref())?, path),
+            _ => return Ok(None),
+        };
+        let moved = over == atomic::Over::Moved;
+        stop.fetch_or(moved, Ordering::Relaxed);
+        Ok(moved.then_some(path))
     })?;
     Ok(done.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
 }

@@ -203,7 +203,7 @@ fn prepare_one(project: &Project, j: &JournalEntry, work: &Work, checked: Checke
     let step = match j.new {
         Some((hash, mode)) if now != Some((hash, mode)) => match ahead {
             Some(mut p) => {
-                // Named now, so that the renames that follow are only renames.
+                // Its writer named it once the journal was on disk (here, should it not have).
                 p.name()?;
                 Step::Write(p)
             }

@@ -92,9 +92,12 @@ pub(crate) fn journal_state(project: &Project, journal: &[JournalEntry]) -> Resu
 
 /// The shallowest missing directory above each of `paths`: what writing them would make.
 pub(super) fn missing_dirs<'a>(project: &Project, paths: impl Iterator<Item = &'a str>) -> Vec<String> {
+    // Each directory is looked at once, however many new files it holds.
+    let mut exists: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
     let mut out = std::collections::BTreeSet::new();
     for path in paths {
-        if let Some(dir) = crate::paths::ancestors(path).find(|d| !matches!(fsx::stat_nofollow(&project.root, d), Ok(Some(_)))) {
+        let missing = crate::paths::ancestors(path).find(|d| !*exists.entry(d).or_insert_with(|| matches!(fsx::stat_nofollow(&project.root, d), Ok(Some(_)))));
+        if let Some(dir) = missing {
             out.insert(dir.to_string());
         }
     }
