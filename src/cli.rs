@@ -300,13 +300,13 @@ pub fn main() -> i32 {
     }
     let home = cairn_home(cli.cairn_home.as_deref());
     crate::logging::init(&home, cli.verbose);
-    match run(cli, &home) {
-        Ok(code) => code,
-        Err(e) => {
-            render_error(&e);
-            e.exit_code()
-        }
-    }
+    let code = run(cli, &home).unwrap_or_else(|e| {
+        render_error(&e);
+        e.exit_code()
+    });
+    // A confined run's tear-down may still go on: its cgroup and directory go before we do.
+    cairn_core::runbox::settle();
+    code
 }
 
 /// Prints an error the one way the CLI does: message, then a hint.

@@ -84,4 +84,21 @@ fn a_wrap_session_that_changes_nothing_proposes_nothing() {
     assert!(all.as_array().unwrap().iter().all(|a| a["state"] == "rejected"), "{all}");
     let events = f.cairn(&["events", "--json"]).ok().stdout;
     assert_eq!(events.lines().filter(|l| l.contains("finished (nothing proposed)")).count(), 2, "{events}");
+    // Nor any overlay: a session makes one when it has something to propose.
+    let dbs: Vec<_> = walk(&f.root.join(".agentfs")).into_iter().filter(|p| p.contains("agent-")).collect();
+    assert!(dbs.is_empty(), "{dbs:?}");
+    assert!(std::fs::read_dir(f.home.join("runs")).map_or(true, |mut d| d.next().is_none()), "a session directory was left");
+}
+
+/// Every file under `dir`, as a path string.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path().display().to_string());
+        }
+    }
+    out
 }

@@ -168,6 +168,28 @@ fn killing_cairn_kills_the_run() {
     wait_until(10, "the run to die with cairn", || leftovers().is_empty());
 }
 
+/// The confined side starts from its own small binary beside `cairn` (`cairn-confine`); a
+/// `cairn` without it beside starts `cairn __confine` instead. Either way, a run's directory
+/// is gone once the command that ran it has exited (its tear-down ends in the background).
+#[test]
+fn the_confined_side_starts_from_its_own_binary_or_from_cairn_and_leaves_nothing() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let (sid, _) = session(&f, "agent:sh");
+    let lone = tempfile::tempdir().unwrap();
+    let alone = lone.path().join("cairn");
+    std::fs::hard_link(exe(), &alone).or_else(|_| std::fs::copy(exe(), &alone).map(drop)).unwrap();
+    for (program, pid_one) in [(exe(), "cairn-confine"), (alone, "cairn")] {
+        let mut c = Command::new(&program);
+        c.arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).env_remove("CAIRN_HOME");
+        let r = Run::from(c.args(["session", "exec", &sid, "--actor", "agent:sh", "--json", "--", "cat /proc/1/comm"]).output().unwrap());
+        assert_eq!(r.code, 0, "{r:?}");
+        let ran = r.json();
+        assert_eq!(ran["output"].as_str().unwrap().trim(), pid_one, "{ran}");
+        let left: Vec<_> = std::fs::read_dir(f.home.join("runs")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+        assert!(left.is_empty(), "{program:?} left {left:?}");
+    }
+}
+
 #[test]
 fn a_formatter_run_through_session_exec_becomes_the_proposal() {
     let f = Fixture::with_files(&[("a.py", "x=1\n"), ("b.py", "y=2\n"), ("old.py", "z\n"), ("keep.py", "k\n")]);

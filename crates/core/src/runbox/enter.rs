@@ -1,9 +1,11 @@
-//! The confined side of a run (`cairn __confine <spec>`): builds the boundary and runs the
-//! command in it. Three processes:
+//! The confined side of a run (`cairn-confine`, or `cairn __confine`): builds the boundary and
+//! runs the command in it. Three processes:
 //!
 //! 1. this process: dies with `cairn` (parent-death signal), decides the identity (as root:
 //!    idmapped clones of root's trees, see [`super::ids`]), enters new user, mount, pid, ipc,
-//!    uts and (unless `network = "host"`) net namespaces, forks, and mirrors the exit of
+//!    uts and (unless `network = "host"`) net namespaces, forks, lets go of the output and
+//!    of the done pipe (the parent learns the end from pid 1's exit: this one's comes after
+//!    the namespaces' teardown), and mirrors the exit of
 //! 2. pid 1 of the new pid namespace: builds the view ([`super::view`]), forks the
 //!    command, reaps, enforces the timeout, kills everything left when the command ends
 //!    (all of the namespace dies with it), streams the written layer back and records how the
@@ -22,12 +24,12 @@ use super::sys::{dumpable, os_err};
 use std::io::Write as _;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-/// Entry point of `cairn __confine`; returns the process exit code.
+/// Entry point of `cairn-confine` and `cairn __confine`; returns the process exit code.
 pub fn main() -> i32 {
     let spec: Spec = match super::launch::read_spec() {
         Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "cairn __confine: {e}");
+            let _ = writeln!(std::io::stderr(), "cairn-confine: {e}");
             return 125;
         }
     };
@@ -93,7 +95,23 @@ fn outer(spec: &Spec) -> Result<i32, String> {
         unsafe { libc::_exit(code) };
     }
     drop(alive_r);
+    release_streams();
     Ok(mirror(pid))
+}
+
+/// Once pid 1 runs, this process keeps neither the output nor the done pipe: the parent
+/// learns the run's end from pid 1's exit, not from this one's, which comes after the
+/// namespaces' teardown (a millisecond).
+#[allow(unsafe_code)]
+fn release_streams() {
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto this process's own standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+    // SAFETY: closing the done pipe's end, which nothing else here owns.
+    unsafe { libc::close(super::launch::DONE_FD) };
 }
 
 /// Waits for `pid` and returns an exit code that says how it ended.

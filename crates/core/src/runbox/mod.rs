@@ -7,7 +7,7 @@
 //! when `cairn` goes away.
 //!
 //! The parent side is here: it stages the proposal as a lower layer (only its files are
-//! written: the project itself is the layer below), starts `cairn __confine` ([`enter`]),
+//! written: the project itself is the layer below), starts `cairn-confine` ([`enter`]),
 //! keeps the output's tail and reads back what the command wrote ([`capture`]).
 
 mod capture;
@@ -35,11 +35,12 @@ pub mod wrap;
 
 pub use capture::{scan, Limits, Written};
 pub use home::{entry_path, plan as home_plan, Plan as HomePlan};
+pub use launch::settle;
 pub use report::probe;
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
-use spec::{Ended, Spec};
+use spec::Spec;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -120,25 +121,26 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
     let dir = stage::RunDir::create(project)?;
     stage::stage(&dir.path.join("stage"), changes)?;
     let spec = spec_for(project, &dir.path, req)?;
-    let (output, output_dropped) = start_and_wait(project, &spec, req.timeout + KILL_GRACE, project.config.run.max_output_bytes as usize)?;
-    let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
-    let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
-    cgroup::remove(&ended.cgroups);
-    if let Some(e) = ended.setup_error {
+    let keep = project.config.run.max_output_bytes as usize;
+    let (side, output, output_dropped) = start_and_wait(project, &spec, req.timeout + KILL_GRACE, keep)?;
+    let (mut ended, exiting) = side.finish(&spec.result_file());
+    if let Some(e) = ended.setup_error.take() {
+        let cgroups = std::mem::take(&mut ended.cgroups);
+        exiting.then(move || cgroup::remove(&cgroups));
         if !project.config.run.allow_unconfined {
             return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor` and :help cairn-runs)")));
         }
-        let keep = project.config.run.max_output_bytes as usize;
         let (exit, output, output_dropped, written) = unconfined::run(&spec, &dir.path.join("copy"), changes, req.timeout, keep)?;
         let network = "host (unconfined)".to_string();
         return Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: Some(e), budget: "none (unconfined)".into() });
     }
-    let exit = match (ended.timed_out, ended.code, ended.signal) {
-        (true, _, _) => Exit::TimedOut,
-        (false, Some(c), _) => Exit::Code(c),
-        (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
-    };
-    let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e))? } else { Vec::new() };
+    let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e)) } else { Ok(Vec::new()) };
+    let cgroups = std::mem::take(&mut ended.cgroups);
+    exiting.then(move || {
+        cgroup::remove(&cgroups);
+        drop(dir);
+    });
+    let (exit, written) = (ended.exit(), written?);
     let network = project.config.run.network.clone();
     Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: None, budget: ended.budget })
 }
@@ -222,27 +224,17 @@ pub(crate) fn expand(p: &str, home: &Path, root: &Path) -> PathBuf {
     }
 }
 
-/// Starts `cairn __confine`, keeps the output's last `keep` bytes, kills the run from outside
-/// if it outlives `limit`. Returns the tail and how many bytes were dropped before it.
-fn start_and_wait(project: &Project, spec: &Spec, limit: Duration, keep: usize) -> Result<(Vec<u8>, u64)> {
+/// Starts the confined side, keeps the output's last `keep` bytes, kills the run from outside
+/// if it outlives `limit`. Returns once pid 1 has ended, with the tail and how many bytes
+/// were dropped before it.
+fn start_and_wait(project: &Project, spec: &Spec, limit: Duration, keep: usize) -> Result<(launch::Started, Vec<u8>, u64)> {
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
     let w2 = w.try_clone().map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
-    let mut child = launch::start(project, spec, [Stdio::null(), Stdio::from(w), Stdio::from(w2)], None)?;
+    let side = launch::start(project, spec, [Stdio::null(), Stdio::from(w), Stdio::from(w2)], None)?;
     let reader = std::thread::spawn(move || tail(std::fs::File::from(r), keep));
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let pid = child.id() as i32;
-    let watchdog = std::thread::spawn(move || {
-        if done_rx.recv_timeout(limit).is_err() {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
-    });
-    let waited = child.wait();
-    let _ = done_tx.send(());
-    let _ = watchdog.join();
-    waited.map_err(|e| Error::Sandbox(format!("wait: {e}")))?;
-    reader.join().map_err(|_| Error::Internal("the output reader of a run panicked".into()))
+    side.wait_ended(limit);
+    let (output, dropped) = reader.join().map_err(|_| Error::Internal("the output reader of a run panicked".into()))?;
+    Ok((side, output, dropped))
 }
 
 /// Reads `r` to its end, keeping the last `keep` bytes.

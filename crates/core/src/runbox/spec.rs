@@ -1,5 +1,5 @@
-//! What the parent tells `cairn __confine`: one JSON file in the run's directory, written
-//! before the start and read by the confined side before it hides that directory.
+//! What the parent tells the confined side (`cairn-confine`, [`super::launch`]): a JSON
+//! document on a pipe; and what that side leaves in the run's directory for the parent.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -106,4 +106,16 @@ pub struct Ended {
     /// The cgroups the run was in, removed by the parent once it has ended.
     #[serde(default)]
     pub cgroups: Vec<PathBuf>,
+}
+
+impl Ended {
+    /// How the command ended, as a run reports it.
+    pub fn exit(&self) -> super::Exit {
+        use super::Exit;
+        match (self.timed_out, self.code, self.signal) {
+            (true, _, _) => Exit::TimedOut,
+            (false, Some(c), _) => Exit::Code(c),
+            (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
+        }
+    }
 }

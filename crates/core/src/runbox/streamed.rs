@@ -4,21 +4,21 @@
 //! its stderr is the output's tail; its stdin is `/dev/null` as for every run. The boundary,
 //! the staging of the proposal and the capture of what it wrote are [`super::run`]'s.
 
-use super::spec::{Ended, Spec};
-use super::{cgroup, launch, spec_for, stage, tail, Exit, Outcome, Request, KILL_GRACE};
+use super::spec::Spec;
+use super::{cgroup, launch, spec_for, stage, tail, Outcome, Request, KILL_GRACE};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::FileChange;
 use std::fs::File;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A started run: its socket, and what [`Streamed::finish`] needs to end it.
 pub struct Streamed {
-    _dir: stage::RunDir,
+    dir: stage::RunDir,
     spec: Spec,
-    child: Child,
+    side: launch::Started,
     started: Instant,
     timeout: Duration,
     network: String,
@@ -36,17 +36,17 @@ pub fn start(project: &Project, changes: &[FileChange], req: &Request) -> Result
     let spec = spec_for(project, &dir.path, req)?;
     let (ours, theirs) = socketpair(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).map_err(|e| Error::Sandbox(format!("socketpair: {e}")))?;
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Error::Sandbox(format!("pipe: {e}")))?;
-    let child = launch::start(project, &spec, [Stdio::null(), Stdio::from(theirs), Stdio::from(w)], None)?;
+    let side = launch::start(project, &spec, [Stdio::null(), Stdio::from(theirs), Stdio::from(w)], None)?;
     let keep = project.config.run.max_output_bytes as usize;
     let output = std::thread::spawn(move || tail(File::from(r), keep));
     let network = project.config.run.network.clone();
-    Ok(Streamed { _dir: dir, spec, child, started, timeout: req.timeout, network, socket: Some(File::from(ours)), output })
+    Ok(Streamed { dir, spec, side, started, timeout: req.timeout, network, socket: Some(File::from(ours)), output })
 }
 
 impl Streamed {
     /// The process to kill to end the run (its whole tree goes with it).
     pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.side.pid()
     }
 
     /// Waits for the run's end (killed from outside past its timeout and a grace), and reads
@@ -55,33 +55,20 @@ impl Streamed {
     pub fn finish(mut self) -> Result<Outcome> {
         drop(self.socket.take());
         let limit = (self.started + self.timeout + KILL_GRACE).saturating_duration_since(Instant::now());
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let pid = self.pid();
-        let watchdog = std::thread::spawn(move || {
-            if done_rx.recv_timeout(limit).is_err() {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
-            }
-        });
-        let waited = self.child.wait();
-        let _ = done_tx.send(());
-        let _ = watchdog.join();
-        waited.map_err(|e| Error::Sandbox(format!("wait: {e}")))?;
+        self.side.wait_ended(limit);
         let (output, output_dropped) = self.output.join().map_err(|_| Error::Internal("the output reader of a run panicked".into()))?;
-        let ended: Option<Ended> = std::fs::read(self.spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
-        let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
-        cgroup::remove(&ended.cgroups);
-        if let Some(e) = ended.setup_error {
+        let (ended, exiting) = self.side.finish(&self.spec.result_file());
+        // Killed before pid 1 could stream the layer back: nothing was captured.
+        let written = if self.spec.capture && ended.setup_error.is_none() { super::capture::read(&self.spec.capture_file()).unwrap_or_default() } else { Vec::new() };
+        let (dir, cgroups) = (self.dir, ended.cgroups.clone());
+        exiting.then(move || {
+            cgroup::remove(&cgroups);
+            drop(dir);
+        });
+        if let Some(e) = &ended.setup_error {
             return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor` and :help cairn-runs)")));
         }
-        let exit = match (ended.timed_out, ended.code, ended.signal) {
-            (true, _, _) => Exit::TimedOut,
-            (false, Some(c), _) => Exit::Code(c),
-            (false, None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
-        };
-        // Killed before pid 1 could stream the layer back: nothing was captured.
-        let written = if self.spec.capture { super::capture::read(&self.spec.capture_file()).unwrap_or_default() } else { Vec::new() };
+        let exit = ended.exit();
         Ok(Outcome { exit, output, output_dropped, duration: self.started.elapsed(), written, network: self.network, unconfined: None, budget: ended.budget })
     }
 }

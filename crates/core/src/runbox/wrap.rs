@@ -7,7 +7,7 @@
 //! layer on disk in the session's directory, where the parent reads it while the agent works
 //! and after a crash.
 
-use super::spec::{Ended, Spec, Wrap};
+use super::spec::{Spec, Wrap};
 use super::Exit;
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -93,23 +93,14 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
         false => (None, None),
     };
     let stdio = terminal.stdio().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
-    let mut child = super::launch::start(project, &spec, stdio, theirs)?;
+    let side = super::launch::start(project, &spec, stdio, theirs)?;
     let relay = terminal.relay();
     let serving = serve(&listen, ours, &req.network, forwarded);
-    // Woken by the child's exit (its pidfd), else every `every` for a tick.
-    let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
-    loop {
-        if child.try_wait().map_err(|e| Error::Sandbox(format!("wait: {e}")))?.is_some() {
-            break;
-        }
+    // Woken by pid 1's end, else every `every` for a tick.
+    while !side.ended(Duration::ZERO) {
         tick(&relay.console);
-        match &pidfd {
-            Some(fd) => {
-                let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
-                let timeout = rustix::event::Timespec::try_from(every).ok();
-                let _ = rustix::event::poll(&mut fds, timeout.as_ref());
-            }
-            None => std::thread::sleep(every),
+        if side.ended(every) {
+            break;
         }
     }
     relay.finish();
@@ -121,15 +112,14 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
         }
         None => Vec::new(),
     };
-    let ended: Option<Ended> = std::fs::read(spec.result_file()).ok().and_then(|b| serde_json::from_slice(&b).ok());
-    let ended = ended.unwrap_or(Ended { signal: Some(libc::SIGKILL), ..Default::default() });
+    // The side's exit goes on in the background: the session's directory is removed after
+    // it (see `settle`).
+    let (ended, exiting) = side.finish(&spec.result_file());
+    exiting.then(|| {});
     if let Some(e) = ended.setup_error {
         return Err(Error::Sandbox(format!("the wrap session could not start: {e} (see `cairn doctor` and :help cairn-wrap)")));
     }
-    let exit = match (ended.code, ended.signal) {
-        (Some(c), _) => Exit::Code(c),
-        (None, s) => Exit::Signal(s.unwrap_or(libc::SIGKILL)),
-    };
+    let exit = ended.exit();
     Ok(Ran { exit, denied })
 }
 

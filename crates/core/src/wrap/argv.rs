@@ -33,6 +33,26 @@ pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<
     Ok(argv)
 }
 
+/// Where a new session keeps its command line until a proposal goes to review ([`record`]):
+/// a session that proposes nothing never makes an overlay.
+const ARGV_FILE: &str = "argv.json";
+
+/// Keeps a new session's command line in its directory `dir` (made here).
+pub(super) fn save(dir: &Path, argv: &[String]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::write(dir.join(ARGV_FILE), serde_json::to_string(argv)?).map_err(|e| Error::io(dir.join(ARGV_FILE), e))
+}
+
+/// Records the command line kept in `dir` (if any) in the proposal's overlay, once.
+pub(super) fn record(overlay: &crate::store::overlay::Overlay, dir: &Path) -> Result<()> {
+    if let Ok(argv) = std::fs::read_to_string(dir.join(ARGV_FILE)) {
+        if overlay.kv_get(ARGV)?.is_none() {
+            overlay.kv_set(ARGV, &argv)?;
+        }
+    }
+    Ok(())
+}
+
 /// Does `argv` end with a prompt its CLI takes (`-p`/`--print`/`--prompt PROMPT`, or the
 /// `exec` subcommand's)? Never a shell's or an interpreter's script.
 fn takes_prompt(argv: &[String]) -> bool {

@@ -83,7 +83,7 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
         None => {
             let task = opts.task.clone().unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
-            project.overlay(&id)?.kv_set(ARGV, &serde_json::to_string(&opts.argv)?)?;
+            argv::save(&dir_of(project, &id), &opts.argv)?;
             crate::jj::started(project, &id);
             Ok(id)
         }
@@ -241,6 +241,7 @@ fn turn_ended(project: &Project, agent: &str) -> Result<()> {
 /// many paths it changes.
 fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     let overlay = project.overlay(agent)?;
+    argv::record(&overlay, &dir_of(project, agent))?;
     let paths = overlay.paths()?;
     let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
@@ -268,6 +269,8 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
     }
     // A turn that went to review kept the session's worker: the session is over now.
     project.bin()?.release_worker(agent)?;
+    // The session's confined side may still be on its way out (its layers mounted).
+    runbox::settle();
     let _ = std::fs::remove_dir_all(dir);
     Ok(changed)
 }

@@ -205,6 +205,10 @@ impl Bin {
         let conn = super::open(path, &format!("{SCHEMA}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA))?;
         // Each migration looks for its columns (a statement prepared each); a database that
         // says it has them all is not asked again.
+        // Every cairn process opens this database afresh and reads its WAL whole to index it
+        // (see `store::keep_open`): a shorter WAL (checkpointed every 200 pages, not SQLite's
+        // 1,000) makes that read a fifth, for a checkpoint every few commands.
+        conn.pragma_update(None, "wal_autocheckpoint", 200)?;
         let level: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
         if level != MIGRATED {
             events::migrate(&conn)?;
