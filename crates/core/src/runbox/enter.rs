@@ -2,8 +2,9 @@
 //! runs the command in it. Three processes:
 //!
 //! 1. this process: dies with `cairn` (parent-death signal), decides the identity (as root:
-//!    idmapped clones of root's trees, see [`super::ids`]), enters new user, mount, pid, ipc,
-//!    uts and (unless `network = "host"`) net namespaces, forks, lets go of the output and
+//!    idmapped clones of root's trees, see [`super::ids`]), starts pid 1 in new user, mount,
+//!    pid, ipc, uts and (unless `network = "host"`) net namespaces and writes its id maps
+//!    from outside, lets go of the output and
 //!    of the done pipe (the parent learns the end from pid 1's exit: this one's comes after
 //!    the namespaces' teardown), and mirrors the exit of
 //! 2. pid 1 of the new pid namespace: builds the view ([`super::view`]), forks the
@@ -20,7 +21,7 @@
 
 use super::spec::{Ended, Spec};
 use super::ids::Ids;
-use super::sys::{dumpable, os_err};
+use super::sys::dumpable;
 use std::io::Write as _;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
@@ -73,17 +74,20 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     if !spec.host_network {
         flags |= libc::CLONE_NEWNET;
     }
-    super::ids::enter(&ids, flags)?;
-    dumpable(false)?;
-    // The pipe tells pid 1 whether this process is still there (see `pid_one`).
+    // The pipe tells pid 1 whether this process is still there (see `pid_one`); the other,
+    // that its id maps are written.
     let (alive_r, alive_w) = super::sys::pipe()?;
-    // SAFETY: fork in a single-threaded process.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(os_err("fork"));
-    }
+    let (mapped_r, mapped_w) = super::sys::pipe()?;
+    let pid = super::ids::clone_into(flags)?;
     if pid == 0 {
-        drop(alive_w);
+        drop((alive_w, mapped_w));
+        let mut b = [0u8; 1];
+        // SAFETY: one byte from our pipe; none (the parent failed) ends this process.
+        if unsafe { libc::read(mapped_r.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1) } != 1 {
+            // SAFETY: leaving before anything was built.
+            unsafe { libc::_exit(125) };
+        }
+        drop(mapped_r);
         let code = match pid_one(spec, alive_r, &ids, &joined) {
             Ok(code) => code,
             Err(e) => {
@@ -94,7 +98,18 @@ fn outer(spec: &Spec) -> Result<i32, String> {
         // SAFETY: leaving the namespace's init; the kernel kills whatever is left in it.
         unsafe { libc::_exit(code) };
     }
-    drop(alive_r);
+    drop((alive_r, mapped_r));
+    let mapped = super::ids::map(&ids, pid);
+    if mapped.is_ok() {
+        // SAFETY: one byte to pid 1 (or none: it ends on the hang-up).
+        unsafe { libc::write(mapped_w.as_raw_fd(), b"m".as_ptr() as *const libc::c_void, 1) };
+    }
+    drop(mapped_w);
+    dumpable(false)?;
+    if let Err(e) = mapped {
+        mirror(pid);
+        return Err(e);
+    }
     release_streams();
     Ok(mirror(pid))
 }

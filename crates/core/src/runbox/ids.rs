@@ -169,49 +169,27 @@ pub fn write_maps(pid: libc::pid_t, uid_map: &str, gid_map: &str, deny: bool) ->
     write("gid_map", gid_map)
 }
 
-/// Enters new namespaces (`flags` holds `CLONE_NEWUSER`) and maps the ids: as an ordinary
-/// user onto itself; as root, 0 → 0 and 65534 → 65534, written by a helper still in the
-/// host's namespace (a process may write a map of more than its own id only from outside).
+/// Starts a child in new namespaces (`flags` holds `CLONE_NEWUSER`): `fork` with them, so
+/// that this process stays in the host's (and can write the child's id maps, see [`map`]).
+/// Returns 0 in the child, its pid here.
 #[allow(unsafe_code)]
-pub fn enter(ids: &Ids, flags: libc::c_int) -> Result<(), String> {
-    if !ids.root {
-        // SAFETY: unshare changes only this process's namespaces; no other thread exists.
-        check(unsafe { libc::unshare(flags) } as _, "user namespaces (unshare)")?;
-        return super::sys::map_ids(ids.uid, ids.gid);
+pub fn clone_into(flags: libc::c_int) -> Result<libc::pid_t, String> {
+    // SAFETY: clone without a new stack or shared memory is fork (the child runs on a copy
+    // of this stack), in a single-threaded process.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    if pid < 0 {
+        return Err(os_err("user namespaces (clone)"));
     }
-    let me = rustix::process::getpid().as_raw_nonzero().get();
-    let (r, w) = super::sys::pipe()?;
-    // SAFETY: fork in a single-threaded process.
-    let helper = unsafe { libc::fork() };
-    if helper < 0 {
-        return Err(os_err("fork"));
+    Ok(pid as libc::pid_t)
+}
+
+/// Writes the id maps of the child `pid` from [`clone_into`]: as an ordinary user, itself
+/// onto itself (`setgroups` denied first, as an unprivileged writer must); as root, 0 → 0 and
+/// 65534 → 65534 (only a writer outside the namespace may map more than its own id).
+pub fn map(ids: &Ids, pid: libc::pid_t) -> Result<(), String> {
+    if ids.root {
+        let map = format!("0 0 1\n{UNPRIVILEGED} {UNPRIVILEGED} 1\n");
+        return write_maps(pid, &map, &map, false);
     }
-    if helper == 0 {
-        drop(w);
-        let mut b = [0u8; 1];
-        // SAFETY: wait for the go, write the maps, leave without destructors.
-        unsafe {
-            let go = libc::read(r.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, 1) == 1;
-            let map = format!("0 0 1\n{UNPRIVILEGED} {UNPRIVILEGED} 1\n");
-            let ok = go && write_maps(me, &map, &map, false).is_ok();
-            libc::_exit(if ok { 0 } else { 1 });
-        }
-    }
-    drop(r);
-    // SAFETY: as above; the helper waits for the byte below.
-    let rc = unsafe { libc::unshare(flags) };
-    let err = (rc < 0).then(|| os_err("user namespaces (unshare)"));
-    // SAFETY: one byte to our helper (or none: it exits on the hang-up).
-    unsafe { libc::write(w.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, if err.is_some() { 0 } else { 1 }) };
-    drop(w);
-    let mut status = 0;
-    // SAFETY: reaping our helper.
-    unsafe { libc::waitpid(helper, &mut status, 0) };
-    if let Some(e) = err {
-        return Err(e);
-    }
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err("user namespace (id maps written by the host side)".into());
-    }
-    Ok(())
+    write_maps(pid, &format!("{} {} 1\n", ids.uid, ids.uid), &format!("{} {} 1\n", ids.gid, ids.gid), true)
 }
