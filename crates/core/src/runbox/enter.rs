@@ -95,6 +95,9 @@ fn outer(spec: &Spec) -> Result<i32, String> {
                 125
             }
         };
+        // The result is written: the parent may go on now. (Left to the exit, these would
+        // close only after the namespaces' teardown.)
+        release_streams();
         // SAFETY: leaving the namespace's init; the kernel kills whatever is left in it.
         unsafe { libc::_exit(code) };
     }
@@ -114,9 +117,9 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     Ok(mirror(pid))
 }
 
-/// Once pid 1 runs, this process keeps neither the output nor the done pipe: the parent
-/// learns the run's end from pid 1's exit, not from this one's, which comes after the
-/// namespaces' teardown (a millisecond).
+/// Lets go of the output and of the done pipe: the outer process once pid 1 runs, pid 1 once
+/// the result is written. The parent then takes the run's end at once: files still open at
+/// `exit` close only after the namespaces' teardown (a millisecond or more).
 #[allow(unsafe_code)]
 fn release_streams() {
     if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
