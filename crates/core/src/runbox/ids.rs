@@ -175,7 +175,9 @@ pub fn write_maps(pid: libc::pid_t, uid_map: &str, gid_map: &str, deny: bool) ->
 #[allow(unsafe_code)]
 pub fn clone_into(flags: libc::c_int) -> Result<libc::pid_t, String> {
     // SAFETY: clone without a new stack or shared memory is fork (the child runs on a copy
-    // of this stack), in a single-threaded process.
+    // of this stack), in a single-threaded process. Unlike glibc's fork it leaves the
+    // outer's tid in the child's thread descriptor: pid 1 takes no pthread mutex and starts
+    // no thread, and glibc (>= 2.34) asks the kernel for the tid where it signals itself.
     let pid = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
     if pid < 0 {
         return Err(os_err("user namespaces (clone)"));

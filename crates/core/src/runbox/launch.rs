@@ -85,7 +85,12 @@ impl Started {
     /// Waits for pid 1's end, killing the whole side once `limit` has passed.
     pub fn wait_ended(&self, limit: Duration) {
         let deadline = Instant::now() + limit;
-        while !self.ended(deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))) {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // Past the limit: killed, then looked at again every 100 ms until pid 1 is gone.
+            if self.ended(if left.is_zero() { Duration::from_millis(100) } else { left.min(Duration::from_secs(1)) }) {
+                return;
+            }
             if Instant::now() >= deadline {
                 self.kill();
             }
