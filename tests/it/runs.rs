@@ -190,6 +190,20 @@ fn the_confined_side_starts_from_its_own_binary_or_from_cairn_and_leaves_nothing
     }
 }
 
+/// A command past its timeout is killed with everything it started, reported as timed out,
+/// and what it wrote before is still read back.
+#[test]
+fn a_run_past_its_timeout_is_killed_and_reported() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let (sid, _) = session(&f, "agent:sh");
+    let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:sh", "--timeout", "1", "--json", "--", "echo started > b.txt; sleep 987654 & sleep 987654"]);
+    assert_eq!(r.code, 124, "{r:?}");
+    let ran = r.json();
+    assert_eq!(ran["timed_out"], true, "{ran}");
+    assert_eq!(ran["changed"], serde_json::json!(["b.txt"]), "{ran}");
+    wait_until(10, "the run's processes to be gone", || leftovers().iter().all(|c| !c.contains("987654")));
+}
+
 #[test]
 fn a_formatter_run_through_session_exec_becomes_the_proposal() {
     let f = Fixture::with_files(&[("a.py", "x=1\n"), ("b.py", "y=2\n"), ("old.py", "z\n"), ("keep.py", "k\n")]);
