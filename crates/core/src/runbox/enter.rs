@@ -4,9 +4,9 @@
 //! 1. this process: dies with `cairn` (parent-death signal), decides the identity (as root:
 //!    idmapped clones of root's trees, see [`super::ids`]), starts pid 1 in new user, mount,
 //!    pid, ipc, uts and (unless `network = "host"`) net namespaces and writes its id maps
-//!    from outside, lets go of the output and
-//!    of the done pipe (the parent learns the end from pid 1's exit: this one's comes after
-//!    the namespaces' teardown), and mirrors the exit of
+//!    from outside, lets go of the output and of the done pipe (the parent learns the end
+//!    from pid 1, not from this process, whose exit comes after the namespaces' teardown),
+//!    and mirrors the exit of
 //! 2. pid 1 of the new pid namespace: builds the view ([`super::view`]), forks the
 //!    command, reaps, enforces the timeout, kills everything left when the command ends
 //!    (all of the namespace dies with it), streams the written layer back and records how the
