@@ -23,8 +23,10 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     let streams = cairn_core::runbox::pty::Streams { stdin: dup(std::io::stdin().as_fd())?, stdout: dup(std::io::stdout().as_fd())?, stderr: dup(std::io::stderr().as_fd())? };
     let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)) };
     let id = cairn_core::wrap::begin(project, &opts)?;
+    // A resumed session without a command runs the one it was started with.
+    let argv = if opts.argv.is_empty() { cairn_core::wrap::recorded(project, &id)? } else { opts.argv.clone() };
     let mut err = std::io::stderr().lock();
-    let shown = cairn_core::display::escape(&cairn_core::wrap::command_text(&opts.argv)).into_owned();
+    let shown = cairn_core::display::escape(&cairn_core::wrap::command_text(&argv)).into_owned();
     let _ = writeln!(err, "cairn: wrap session {id}: what `{shown}` writes becomes a proposal (`cairn diff {id}`)");
     drop(err);
     let done = cairn_core::wrap::run(project, &id, &opts)?;

@@ -66,7 +66,8 @@ fn a_shell_script_is_never_given_the_feedback_to_run() {
     // Re-run with its own command line (writing something new: the rejected b.txt would stay
     // rejected): `sh -c SCRIPT` gets nothing appended.
     f.write("src.txt", "one\n");
-    f.cairn(&["wrap", "--agent", &id]).ok();
+    let resumed = f.cairn(&["wrap", "--agent", &id]).ok();
+    assert!(resumed.stderr.contains("what `cat src.txt > b.txt` writes"), "the banner shows the recorded command: {}", resumed.stderr);
     let log = json(&f, &["log", &id, "--json"]);
     assert!(log["feedback"][0]["delivered_via"].is_null(), "kept for its terminal: {log}");
     let diff = f.cairn(&["diff", &id]).ok().stdout;

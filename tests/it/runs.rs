@@ -175,6 +175,10 @@ fn killing_cairn_kills_the_run() {
 fn the_confined_side_starts_from_its_own_binary_or_from_cairn_and_leaves_nothing() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
     let (sid, _) = session(&f, "agent:sh");
+    // What a `cairn` killed mid-run left (its pid is gone) goes with the next run.
+    let stale = f.home.join("runs/4194999-1-0/stage");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("secret.txt"), "proposal bytes").unwrap();
     let lone = tempfile::tempdir().unwrap();
     let alone = lone.path().join("cairn");
     std::fs::hard_link(exe(), &alone).or_else(|_| std::fs::copy(exe(), &alone).map(drop)).unwrap();
@@ -188,6 +192,33 @@ fn the_confined_side_starts_from_its_own_binary_or_from_cairn_and_leaves_nothing
         let left: Vec<_> = std::fs::read_dir(f.home.join("runs")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
         assert!(left.is_empty(), "{program:?} left {left:?}");
     }
+}
+
+/// What a command does to its own written layer (nesting past the walk's depth, or past the
+/// descriptors pid 1 may open) is the run's result or the run's error: never a boundary that
+/// "could not start", which `[run] allow_unconfined` would answer by running the command
+/// again, unconfined, on the host.
+#[test]
+fn a_deep_written_layer_never_gets_a_command_run_again_unconfined() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    f.home_config("[run]\nallow_unconfined = true\n");
+    let (sid, _) = session(&f, "agent:sh");
+    let marker = f.home.join("ran-on-the-host");
+    let nest = |levels: usize| format!("echo $$ >> {}; echo x > top.txt; for i in $(seq {levels}); do mkdir e && cd e || exit 9; done; echo deep > d.txt", marker.display());
+    // Deeper than the walk goes: the deep part is reported, the rest captured.
+    let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:sh", "--json", "--", &nest(200)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let ran = r.json();
+    assert_eq!(ran["changed"], serde_json::json!(["top.txt"]), "{ran}");
+    assert!(ran["skipped"][0]["why"].as_str().unwrap().contains("deeper than"), "{ran}");
+    // Within the depth, past pid 1's descriptors (it inherits this limit): the run's error.
+    let mut c = Command::new("sh");
+    c.arg("-c").arg("ulimit -n 48 && exec \"$@\"").arg("sh").arg(exe()).arg("--project-root").arg(&f.root).arg("--cairn-home").arg(&f.home).env_remove("CAIRN_HOME");
+    let r = Run::from(c.args(["session", "exec", &sid, "--actor", "agent:sh", "--json", "--", &nest(100)]).output().unwrap());
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("could not be read back"), "{r:?}");
+    assert!(!r.stderr.contains("could not start") && r.stdout.is_empty(), "{r:?}");
+    assert!(!marker.exists(), "the command ran on the host: {:?}", std::fs::read_to_string(&marker));
 }
 
 /// A command past its timeout is killed with everything it started, reported as timed out,

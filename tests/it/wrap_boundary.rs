@@ -211,6 +211,9 @@ fn a_hostile_agent_under_wrap_reaches_nothing_as_an_ordinary_user() {
     };
     assert!(base(&["init"]).output().unwrap().status.success());
     probe(&f, &s, "proxy", base);
+    // Its sessions leave no directory behind (overlayfs's work directory, mode 000, included).
+    let left: Vec<_> = std::fs::read_dir(cairn_home.join("runs")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// The CLI's state is its own layer: kept across sessions, shown against the real home,

@@ -186,34 +186,12 @@ fn clear(dir: &Path) -> Result<()> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Ok(()) };
     for e in rd.flatten() {
         if e.file_name() != "lock" {
-            remove_tree(&e.path())?;
+            runbox::remove_tree(&e.path())?;
         }
     }
     Ok(())
 }
 
-/// Removes `path` whole; overlayfs leaves a work directory without permissions, opened up
-/// first.
-fn remove_tree(path: &Path) -> Result<()> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    if !meta.is_dir() {
-        return std::fs::remove_file(path).map_err(|e| Error::io(path, e));
-    }
-    if std::fs::remove_dir_all(path).is_ok() {
-        return Ok(());
-    }
-    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
-    if let Ok(rd) = std::fs::read_dir(path) {
-        for e in rd.flatten() {
-            remove_tree(&e.path())?;
-        }
-    }
-    std::fs::remove_dir(path).map_err(|e| Error::io(path, e))
-}
 
 /// Removes agent `id`'s preview: its jj workspace (forgotten in jj first), or what a session
 /// left, and its diff. An open session is left alone.
@@ -223,7 +201,7 @@ pub fn remove(project: &Project, id: &str) -> Result<()> {
     if in_use(&dir) {
         return Ok(());
     }
-    remove_tree(&dir)?;
+    runbox::remove_tree(&dir)?;
     let _ = std::fs::remove_file(project.home.previews().join(format!("{}.diff", crate::paths::id_part(id))));
     Ok(())
 }

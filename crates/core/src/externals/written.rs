@@ -49,6 +49,7 @@ impl Host<'_> {
                 Written::Replaced { path } => self.delete_under(path, &files, ignore, out)?,
                 Written::Symlink { path } => out.skipped.push(Skipped { path: path.clone(), why: "a symlink (proposals hold regular files)".into() }),
                 Written::TooLarge { path, size } => out.skipped.push(Skipped { path: path.clone(), why: format!("{size} bytes: over the bound of what a command's writes may hold (not read)") }),
+                Written::TooDeep { path } => out.skipped.push(Skipped { path: path.clone(), why: format!("a directory nested deeper than {} levels (nothing below it read)", crate::runbox::MAX_DEPTH) }),
             }
         }
         Ok(())

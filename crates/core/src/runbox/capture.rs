@@ -13,7 +13,8 @@
 //! and content (u64 length + bytes), for `L` the apparent size (u64). `F` a file, `D` a
 //! deletion (an overlay whiteout), `O` a directory made anew (opaque: nothing below it comes
 //! from the lower layers), `S` a symlink (reported, never applied), `L` a file left out for
-//! its size. Paths under [`crate::paths::ALWAYS_SKIPPED`] names are left out.
+//! its size, `P` a directory too deep to read ([`MAX_DEPTH`]). Paths under
+//! [`crate::paths::ALWAYS_SKIPPED`] names are left out.
 
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -30,12 +31,18 @@ pub enum Written {
     Symlink { path: String },
     /// A file over the capture's bounds (its apparent size): reported, not read.
     TooLarge { path: String, size: u64 },
+    /// A directory nested deeper than [`MAX_DEPTH`]: reported, nothing below it read.
+    TooDeep { path: String },
 }
+
+/// How deep a walk goes into the layer: each level holds a descriptor and a frame of the
+/// walk, and a command could nest directories until either runs out.
+pub const MAX_DEPTH: usize = 128;
 
 impl Written {
     pub fn path(&self) -> &str {
         match self {
-            Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } | Written::TooLarge { path, .. } => path,
+            Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } | Written::TooLarge { path, .. } | Written::TooDeep { path } => path,
         }
     }
 }
@@ -63,13 +70,14 @@ enum Kind {
     Opaque,
     Symlink,
     TooLarge(u64),
+    TooDeep,
 }
 
 /// Walks the upper layer (pid 1, after the command).
 pub(super) fn write(upper: &OwnedFd, out: std::fs::File, limits: Limits) -> Result<(), String> {
     let mut w = BufWriter::new(out);
     let mut budget = limits;
-    walk(upper.as_fd(), "", &mut budget, &mut |path, kind, file| {
+    walk(upper.as_fd(), "", 0, &mut budget, &mut |path, kind, file| {
         w.write_all(&[tag(kind)])?;
         w.write_all(&(path.len() as u32).to_le_bytes())?;
         w.write_all(path.as_bytes())?;
@@ -96,7 +104,7 @@ pub fn scan(upper: &std::path::Path, limits: Limits) -> std::io::Result<Vec<Writ
     let dir = rustix::fs::open(upper, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
     let mut out = Vec::new();
     let mut budget = limits;
-    walk(dir.as_fd(), "", &mut budget, &mut |path, kind, file| {
+    walk(dir.as_fd(), "", 0, &mut budget, &mut |path, kind, file| {
         let path = path.to_string();
         out.push(match (kind, file) {
             (Kind::File, Some((f, mode, len))) => {
@@ -109,6 +117,7 @@ pub fn scan(upper: &std::path::Path, limits: Limits) -> std::io::Result<Vec<Writ
             (Kind::Opaque, _) => Written::Replaced { path },
             (Kind::Symlink, _) => Written::Symlink { path },
             (Kind::TooLarge(size), _) => Written::TooLarge { path, size },
+            (Kind::TooDeep, _) => Written::TooDeep { path },
         });
         Ok(())
     })?;
@@ -122,6 +131,7 @@ fn tag(kind: Kind) -> u8 {
         Kind::Opaque => b'O',
         Kind::Symlink => b'S',
         Kind::TooLarge(_) => b'L',
+        Kind::TooDeep => b'P',
     }
 }
 
@@ -129,8 +139,8 @@ fn tag(kind: Kind) -> u8 {
 type Opened = (std::fs::File, u32, u64);
 type Visit<'a> = dyn FnMut(&str, Kind, Option<Opened>) -> std::io::Result<()> + 'a;
 
-/// Calls `visit` for each entry of the layer under `dir`, in path order.
-fn walk(dir: std::os::fd::BorrowedFd, rel: &str, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
+/// Calls `visit` for each entry of the layer under `dir` (`depth` levels down), in path order.
+fn walk(dir: std::os::fd::BorrowedFd, rel: &str, depth: usize, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
     let mut names: Vec<Vec<u8>> = Vec::new();
     let mut entries = rustix::fs::Dir::read_from(dir)?;
     while let Some(e) = entries.next() {
@@ -150,6 +160,7 @@ fn walk(dir: std::os::fd::BorrowedFd, rel: &str, budget: &mut Limits, visit: &mu
         let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
         match ft {
             rustix::fs::FileType::CharacterDevice if st.st_rdev == 0 => visit(&path, Kind::Whiteout, None)?,
+            rustix::fs::FileType::Directory if depth + 1 >= MAX_DEPTH => visit(&path, Kind::TooDeep, None)?,
             rustix::fs::FileType::Directory => {
                 let sub = match rustix::fs::openat(dir, name.as_str(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
                     Ok(fd) => fd,
@@ -163,7 +174,7 @@ fn walk(dir: std::os::fd::BorrowedFd, rel: &str, budget: &mut Limits, visit: &mu
                 if opaque(&sub) {
                     visit(&path, Kind::Opaque, None)?;
                 }
-                walk(sub.as_fd(), &path, budget, visit)?;
+                walk(sub.as_fd(), &path, depth + 1, budget, visit)?;
             }
             rustix::fs::FileType::RegularFile => file(dir, &name, &path, budget, visit)?,
             rustix::fs::FileType::Symlink => visit(&path, Kind::Symlink, None)?,
@@ -220,6 +231,7 @@ pub fn read(path: &std::path::Path) -> std::io::Result<Vec<Written>> {
             b'D' => Written::Deleted { path },
             b'O' => Written::Replaced { path },
             b'S' => Written::Symlink { path },
+            b'P' => Written::TooDeep { path },
             b'L' => {
                 let mut size = [0u8; 8];
                 r.read_exact(&mut size)?;

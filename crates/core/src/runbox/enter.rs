@@ -209,16 +209,20 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgro
         super::dial::start_dialer(&w.dial, control)?;
     }
     let pid = super::command::start(spec, ids, cgroup)?;
-    let ended = super::command::wait(pid, spec.timeout_ms);
+    let mut ended = super::command::wait(pid, spec.timeout_ms);
     // SAFETY: pid 1 signalling every other process of its own namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };
     super::command::reap_all();
     if let (Some(plan), Some((scratch, files))) = (spec.wrap.as_ref().and_then(|w| w.home.as_ref()), &built.home_save) {
         let at = |fd: &OwnedFd| std::path::PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-        super::home::save_state_files(plan, &at(scratch), &at(files));
+        super::home::save_state_files(plan, scratch.as_fd(), &at(files));
     }
     if spec.capture {
-        super::capture::write(&built.upper, capture, spec.capture_limits)?;
+        // After the command: a failure here is the run's, never "could not start" (which
+        // `[run] allow_unconfined` would answer by running the command again, unconfined).
+        if let Err(e) = super::capture::write(&built.upper, capture, spec.capture_limits) {
+            ended.capture_error = Some(e);
+        }
     }
     Ok(ended)
 }

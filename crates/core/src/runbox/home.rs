@@ -127,17 +127,66 @@ pub(super) fn whiteout(mask: &Path, rel: &str) -> Result<(), String> {
 /// Saves the session's version of each state file from the home's scratch layer `upper`
 /// into the CLI's layer (pid 1, after the command; `layer` reached through a descriptor's
 /// path). A file the session did not change is left as it was.
-pub(super) fn save_state_files(plan: &Plan, upper: &Path, layer_files: &Path) {
+pub(super) fn save_state_files(plan: &Plan, upper: std::os::fd::BorrowedFd<'_>, layer_files: &Path) {
     for rel in &plan.state_files {
-        let from = upper.join(rel);
-        let Ok(meta) = std::fs::symlink_metadata(&from) else { continue };
-        if !meta.is_file() || meta.len() > 16 << 20 {
-            continue;
-        }
+        let Some(mut from) = open_beneath(upper, rel) else { continue };
         let to = layer_files.join(entry_name(rel));
         let tmp = to.with_extension("cairn-tmp");
-        if std::fs::copy(&from, &tmp).is_ok() {
+        let copied = std::fs::File::create(&tmp).and_then(|mut t| std::io::copy(&mut from, &mut t));
+        if copied.is_ok() {
             let _ = std::fs::rename(&tmp, &to);
         }
+    }
+}
+
+/// The regular file `rel` under `dir` (at most 16 MiB), every component opened without
+/// following a symlink: the command wrote this layer, and pid 1 holds descriptors (the home
+/// whole, as root) that a link through `/proc/self/fd` would reach.
+fn open_beneath(dir: std::os::fd::BorrowedFd<'_>, rel: &str) -> Option<std::io::Take<std::fs::File>> {
+    use rustix::fs::{openat, FileType, Mode, OFlags};
+    let parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+    let (name, dirs) = parts.split_last()?;
+    if parts.iter().any(|c| *c == "." || *c == "..") {
+        return None;
+    }
+    let mut at: Option<std::os::fd::OwnedFd> = None;
+    for d in dirs {
+        let base = at.as_ref().map_or(dir, |f| std::os::fd::AsFd::as_fd(f));
+        at = Some(openat(base, *d, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).ok()?);
+    }
+    let base = at.as_ref().map_or(dir, |f| std::os::fd::AsFd::as_fd(f));
+    let fd = openat(base, *name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    const MAX: u64 = 16 << 20;
+    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && (st.st_size as u64) <= MAX).then(|| std::io::Read::take(std::fs::File::from(fd), MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_beneath;
+    use std::io::Read;
+
+    /// A state file is read from the layer the command wrote only through directories of that
+    /// layer: a symlink anywhere on its path (to pid 1's descriptors, to the home) is not
+    /// followed.
+    #[test]
+    fn a_state_file_is_never_read_through_a_symlink() {
+        let t = std::path::Path::new("/tmp").join(format!("cairn-home-test-{}", std::process::id()));
+        let (layer, elsewhere) = (t.join("layer"), t.join("elsewhere/tool"));
+        std::fs::create_dir_all(layer.join(".config/mine")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(layer.join(".config/mine/state.json"), "ours").unwrap();
+        std::fs::write(elsewhere.join("state.json"), "secret").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, layer.join(".config/tool")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("state.json"), layer.join(".config/mine/link.json")).unwrap();
+        let dir = std::fs::File::open(&layer).unwrap();
+        let dir = std::os::fd::AsFd::as_fd(&dir);
+        let mut ours = String::new();
+        open_beneath(dir, ".config/mine/state.json").unwrap().read_to_string(&mut ours).unwrap();
+        assert_eq!(ours, "ours");
+        for rel in [".config/tool/state.json", ".config/mine/link.json", ".config/mine/../tool/state.json", "missing/state.json"] {
+            assert!(open_beneath(dir, rel).is_none(), "{rel} was opened");
+        }
+        let _ = std::fs::remove_dir_all(&t);
     }
 }

@@ -33,9 +33,10 @@ mod unconfined;
 mod view;
 pub mod wrap;
 
-pub use capture::{scan, Limits, Written};
+pub use capture::{scan, Limits, Written, MAX_DEPTH};
 pub use home::{entry_path, plan as home_plan, Plan as HomePlan};
 pub use launch::settle;
+pub use stage::remove_tree;
 pub use report::probe;
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -134,7 +135,11 @@ pub fn run(project: &Project, changes: &[FileChange], req: &Request) -> Result<O
         let network = "host (unconfined)".to_string();
         return Ok(Outcome { exit, output, output_dropped, duration: started.elapsed(), written, network, unconfined: Some(e), budget: "none (unconfined)".into() });
     }
-    let written = if req.capture { capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e)) } else { Ok(Vec::new()) };
+    let written = match (req.capture, ended.capture_error.take()) {
+        (true, Some(e)) => Err(Error::Sandbox(format!("the command ran ({}), but what it wrote could not be read back: {e}", ended.exit()))),
+        (true, None) => capture::read(&spec.capture_file()).map_err(|e| Error::io(spec.capture_file(), e)),
+        (false, _) => Ok(Vec::new()),
+    };
     let cgroups = std::mem::take(&mut ended.cgroups);
     exiting.then(move || {
         cgroup::remove(&cgroups);

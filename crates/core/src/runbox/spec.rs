@@ -100,6 +100,9 @@ pub struct Ended {
     pub timed_out: bool,
     /// The boundary could not be built: the command never ran.
     pub setup_error: Option<String>,
+    /// The command ran, but what it wrote could not be read back.
+    #[serde(default)]
+    pub capture_error: Option<String>,
     /// How the run's memory and processes were bounded (see `cgroup`).
     #[serde(default)]
     pub budget: String,

@@ -18,7 +18,9 @@ impl RunDir {
     pub fn create(project: &Project) -> Result<RunDir> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!("{}-{}-{}", std::process::id(), crate::time::now_ms(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let path = project.home.dir.join("runs").join(name);
+        let runs = project.home.dir.join("runs");
+        sweep(&runs);
+        let path = runs.join(name);
         for d in ["stage", "box"] {
             std::fs::create_dir_all(path.join(d)).map_err(|e| Error::io(path.join(d), e))?;
         }
@@ -30,8 +32,43 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = remove_tree(&self.path);
     }
+}
+
+/// Removes the directories of runs whose `cairn` is gone (killed before its own tear-down):
+/// `<pid>-<ms>-<n>` with no process `pid`.
+fn sweep(runs: &Path) {
+    for e in std::fs::read_dir(runs).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let pid = name.to_str().and_then(|n| n.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = remove_tree(&e.path());
+        }
+    }
+}
+
+/// Removes `path` whole (a run's, a session's or a preview's directory); overlayfs leaves a
+/// work directory without permissions (which an ordinary user cannot open), opened up first.
+pub fn remove_tree(path: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    if !meta.is_dir() {
+        return std::fs::remove_file(path).map_err(|e| Error::io(path, e));
+    }
+    if std::fs::remove_dir_all(path).is_ok() {
+        return Ok(());
+    }
+    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    if let Ok(rd) = std::fs::read_dir(path) {
+        for e in rd.flatten() {
+            remove_tree(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(path).map_err(|e| Error::io(path, e))
 }
 
 /// A relative path that stays inside the stage (the overlay's own paths are checked when

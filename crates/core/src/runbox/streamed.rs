@@ -68,6 +68,9 @@ impl Streamed {
         if let Some(e) = &ended.setup_error {
             return Err(Error::Sandbox(format!("the confined run could not start: {e} (see `cairn doctor` and :help cairn-runs)")));
         }
+        if let Some(e) = ended.capture_error.as_ref().filter(|_| self.spec.capture) {
+            return Err(Error::Sandbox(format!("the script ran ({}), but what it wrote could not be read back: {e}", ended.exit())));
+        }
         let exit = ended.exit();
         Ok(Outcome { exit, output, output_dropped, duration: self.started.elapsed(), written, network: self.network, unconfined: None, budget: ended.budget })
     }

@@ -13,8 +13,7 @@ use std::path::Path;
 pub fn command_line(project: &Project, agent: &str, given: &[String]) -> Result<Vec<String>> {
     let mut argv = given.to_vec();
     if argv.is_empty() {
-        let saved = project.existing_overlay(agent)?.and_then(|o| o.kv_get(ARGV).ok().flatten());
-        argv = saved.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+        argv = recorded(project, agent)?;
     }
     if argv.is_empty() {
         return Err(Error::Usage(format!("agent {agent} has no recorded command: cairn wrap --agent {agent} -- CMD ARGS...")));
@@ -51,6 +50,12 @@ pub(super) fn record(overlay: &crate::store::overlay::Overlay, dir: &Path) -> Re
         }
     }
     Ok(())
+}
+
+/// The command line session `agent` was started with (empty if none was recorded).
+pub fn recorded(project: &Project, agent: &str) -> Result<Vec<String>> {
+    let saved = project.existing_overlay(agent)?.and_then(|o| o.kv_get(ARGV).ok().flatten());
+    Ok(saved.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default())
 }
 
 /// Does `argv` end with a prompt its CLI takes (`-p`/`--print`/`--prompt PROMPT`, or the

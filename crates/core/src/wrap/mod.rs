@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod argv;
-pub use argv::{command_line, command_text};
+pub use argv::{command_line, command_text, recorded};
 pub mod env;
 pub mod state;
 
@@ -271,7 +271,7 @@ fn finish(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &mu
     project.bin()?.release_worker(agent)?;
     // The session's confined side may still be on its way out (its layers mounted).
     runbox::settle();
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = runbox::remove_tree(dir);
     Ok(changed)
 }
 
@@ -290,7 +290,7 @@ pub fn recover_in(project: &Project, bin: &crate::store::bin::Bin) -> Result<Vec
             // and the decision stands (what the layer holds beyond it was never the agent's
             // turn's end: the agent files rejected hunks too).
             project.bin()?.release_worker(id)?;
-            let _ = std::fs::remove_dir_all(dir_of(project, id));
+            let _ = runbox::remove_tree(&dir_of(project, id));
             continue;
         }
         let changes = crate::review::diff::changes(project, id)?;
