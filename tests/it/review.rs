@@ -563,3 +563,41 @@ fn undo_refuses_an_old_content_the_overlay_no_longer_matches() {
     assert_eq!(f.read_str("a.txt").unwrap(), "a\nA\n", "nothing restored");
     assert_eq!(f.read_str("b.txt").unwrap(), "b\nB\n");
 }
+
+/// A file another process holds open for writing (a log, a database, `exec 3<>f`) is not
+/// replaced under it: its later writes would go to the replaced, unlinked file and be lost.
+/// Accept refuses, naming the process, and changes nothing; `--force` replaces it anyway.
+#[test]
+fn a_file_open_for_writing_elsewhere_is_not_replaced_under_it() {
+    use std::io::BufRead;
+    let f = Fixture::with_files(&[("held.txt", "one\n"), ("other.txt", "a\n")]);
+    let s = f.run_ok("write_file('held.txt', 'two\\n')\nwrite_file('other.txt', 'b\\n')\n");
+    let mut holder = std::process::Command::new("sh")
+        .args(["-c", "exec 3<>held.txt; echo ready; exec sleep 600"])
+        .current_dir(&f.root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let r = f.cairn(&["accept", &s.id]);
+    let named = format!("held.txt is open for writing by pid {} (sleep)", holder.id());
+    assert!(r.code != 0 && r.stderr.contains(&named), "{r:?}");
+    assert_eq!((f.read_str("held.txt").unwrap(), f.read_str("other.txt").unwrap()), ("one\n".to_string(), "a\n".to_string()), "nothing changed");
+    assert_eq!(f.cairn(&["status", &s.id, "--json"]).ok().json()["state"], "reviewing");
+    f.cairn(&["accept", &s.id, "--force"]).ok();
+    assert_eq!((f.read_str("held.txt").unwrap(), f.read_str("other.txt").unwrap()), ("two\n".to_string(), "b\n".to_string()));
+    // Undo would replace it under its writer the same way (the writer holds the old file now:
+    // a new holder of the accepted one).
+    let mut holder2 = std::process::Command::new("sh").args(["-c", "exec 3<>held.txt; echo ready; exec sleep 600"]).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::BufReader::new(holder2.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let r = f.cairn(&["undo", &s.id]);
+    assert!(r.code != 0 && r.stderr.contains("undo refused, nothing restored: held.txt is open for writing"), "{r:?}");
+    assert_eq!(f.read_str("other.txt").unwrap(), "b\n", "nothing restored");
+    for mut h in [holder, holder2] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    f.cairn(&["undo", &s.id]).ok();
+    assert_eq!((f.read_str("held.txt").unwrap(), f.read_str("other.txt").unwrap()), ("one\n".to_string(), "a\n".to_string()));
+}

@@ -102,7 +102,7 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     }
     let sync = bin.begin_accept(id, &journal)?.with_overlay(&overlay.file());
     phases.mark("journaled");
-    let mut report = apply(project, Closing::start(overlay), &journal, work, ahead, bin, id, sync, false, &phases)?;
+    let mut report = apply(project, Closing::start(overlay), &journal, work, ahead, bin, id, sync, false, force, &phases)?;
     report.forced = forced;
     Ok(report)
 }
@@ -145,7 +145,7 @@ fn resume_accept(project: &Project, bin: &mut Bin, rec: &AgentRecord, force: boo
     let journal = if conflicts.is_empty() { journal } else { super::journal_in(bin, &overlay, &rec.id)? };
     let sync = bin.journal_sync(&rec.id).with_overlay(&overlay.file());
     let work = journaled_contents(&overlay, &journal, &rec.id)?.into_iter().map(|content| Work { content, seen: Seen::Unknown }).collect();
-    let mut report = apply(project, Closing::start(overlay), &journal, work, Ahead::none(), bin, &rec.id, sync, true, &Phases::start())?;
+    let mut report = apply(project, Closing::start(overlay), &journal, work, Ahead::none(), bin, &rec.id, sync, true, force, &Phases::start())?;
     report.resumed = true;
     report.forced = conflicts;
     Ok(report)
@@ -163,7 +163,7 @@ fn journaled_contents(overlay: &Overlay, journal: &[JournalEntry], id: &str) -> 
 /// Writes the journaled changes, updates `stable.db`, marks the agent accepted and archives
 /// its overlay.
 #[allow(clippy::too_many_arguments)]
-fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, phases: &Phases) -> Result<AcceptReport> {
+fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, bin: &mut Bin, id: &str, sync: JournalSync, resume: bool, force: bool, phases: &Phases) -> Result<AcceptReport> {
     if resume {
         // What a killed writer left, once per directory and before any new write (the writes
         // below run concurrently and each makes its own temporary file).
@@ -177,7 +177,7 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
     // again), and a fresh accept is abandoned: the agent stays reviewable.
     let added = journal.iter().filter(|j| j.old.is_none() && j.new.is_some()).map(|j| j.path.as_str());
     let made = if resume { Vec::new() } else { super::rollback::missing_dirs(project, added) };
-    let steps = match prepare_all(project, id, journal, work, ahead, sync) {
+    let steps = match prepare_all(project, id, journal, work, ahead, sync, force) {
         Ok(steps) => {
             phases.mark("prepared");
             steps

@@ -104,7 +104,7 @@ pub(super) enum Seen {
 /// a status that moved since its check (an editor saving meanwhile) stops the accept before
 /// anything changes in place. Each step comes with the stamp its path had then, which its
 /// rename checks once more ([`atomic::Prepared::commit_over`]). Each path is checked while the writing ahead finishes.
-pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync) -> Result<Vec<(Step, Option<fsx::Stamp>)>> {
+pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync, force: bool) -> Result<Vec<(Step, Option<fsx::Stamp>)>> {
     let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
     let threads = crate::par::io_threads(work.len());
     // A checked path keeps its directory's descriptor until its file is prepared, so only a
@@ -146,18 +146,32 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
         .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>())
     })?;
     let looks: Vec<(&JournalEntry, (Step, Option<fsx::Stamp>))> = journal.iter().zip(prepared).collect();
+    // A path held open for writing elsewhere would take its writer's later writes with it
+    // (`held`): unless forced, that refuses the accept too.
     let moved = crate::par::map(&looks, threads, "accept (checking)", |(j, (step, seen))| {
         let now = match step {
             Step::Write(p) => p.target_stamp()?,
             _ => fsx::stamp(&project.root, &j.path)?,
         };
-        Ok((now != *seen).then(|| j.path.clone()))
+        let held = now.is_some() && !force && fsx::written_elsewhere(&project.root, &j.path)?;
+        Ok(((now != *seen).then(|| j.path.clone()), held.then(|| j.path.clone())))
     })?;
-    let moved: Vec<String> = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+    let (moved, held): (Vec<_>, Vec<_>) = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
+    let moved: Vec<String> = moved.into_iter().flatten().collect();
     if !moved.is_empty() {
         return Err(Error::StaleBase { id: id.to_string(), paths: moved });
     }
+    if let Some(path) = held.into_iter().flatten().next() {
+        return Err(Error::Busy(format!("accept refused: {}, or `cairn accept {id} --force` to replace it anyway", held_elsewhere(project, &path, "accept"))));
+    }
     Ok(looks.into_iter().map(|(_, step_seen)| step_seen).collect())
+}
+
+/// Why `path`, open for writing elsewhere, is not replaced by `what` (accept, undo).
+pub(super) fn held_elsewhere(project: &Project, path: &str, what: &str) -> String {
+    let who = fsx::holders(&project.root, path);
+    let who = if who.is_empty() { "another process".to_string() } else { who.join(", ") };
+    format!("{path} is open for writing by {who}; what it writes after the {what} would go to the replaced file and be lost. Close it (or stop the process) and {what} again")
 }
 
 /// What one journal entry needs once every file is prepared.
