@@ -600,4 +600,12 @@ fn a_file_open_for_writing_elsewhere_is_not_replaced_under_it() {
     }
     f.cairn(&["undo", &s.id]).ok();
     assert_eq!((f.read_str("held.txt").unwrap(), f.read_str("other.txt").unwrap()), ("one\n".to_string(), "a\n".to_string()));
+    // And a hunk accept.
+    let mut holder3 = std::process::Command::new("sh").args(["-c", "exec 3<>held.txt; echo ready; exec sleep 600"]).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::BufReader::new(holder3.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let r = f.cairn(&["accept-hunk", &s.id, "held.txt", "1"]);
+    assert!(r.code != 0 && r.stderr.contains("hunk accept refused: held.txt is open for writing"), "{r:?}");
+    assert_eq!(f.read_str("held.txt").unwrap(), "one\n");
+    let _ = holder3.kill();
+    let _ = holder3.wait();
 }
