@@ -117,6 +117,8 @@ pub fn session(project: &Project, id: &str, s: &Session, tick: &mut dyn FnMut(&r
         }
         amended = crate::wrap::amend(project, id, &staged, &dir)?;
     }
+    // The session's confined side may still be on its way out (its layers mounted).
+    runbox::settle();
     clear(&dir)?;
     Ok(Closed { exit: ran.exit, written, amended })
 }
