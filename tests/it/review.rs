@@ -592,7 +592,7 @@ fn a_file_open_for_writing_elsewhere_is_not_replaced_under_it() {
     let mut holder2 = std::process::Command::new("sh").args(["-c", "exec 3<>held.txt; echo ready; exec sleep 600"]).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap();
     std::io::BufReader::new(holder2.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let r = f.cairn(&["undo", &s.id]);
-    assert!(r.code != 0 && r.stderr.contains("undo refused, nothing restored: held.txt is open for writing"), "{r:?}");
+    assert!(r.code != 0 && r.stderr.contains("undo refused, nothing changed: held.txt is open for writing"), "{r:?}");
     assert_eq!(f.read_str("other.txt").unwrap(), "b\n", "nothing restored");
     for mut h in [holder, holder2] {
         let _ = h.kill();
@@ -604,8 +604,34 @@ fn a_file_open_for_writing_elsewhere_is_not_replaced_under_it() {
     let mut holder3 = std::process::Command::new("sh").args(["-c", "exec 3<>held.txt; echo ready; exec sleep 600"]).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap();
     std::io::BufReader::new(holder3.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let r = f.cairn(&["accept-hunk", &s.id, "held.txt", "1"]);
-    assert!(r.code != 0 && r.stderr.contains("hunk accept refused: held.txt is open for writing"), "{r:?}");
+    assert!(r.code != 0 && r.stderr.contains("hunk accept refused, nothing changed: held.txt is open for writing"), "{r:?}");
     assert_eq!(f.read_str("held.txt").unwrap(), "one\n");
     let _ = holder3.kill();
     let _ = holder3.wait();
+}
+
+/// The refusal names who writes, not who reads: a process with the file mapped for writing
+/// (its descriptor closed) is named; one that only reads it is not.
+#[test]
+fn a_refused_accept_names_the_writer_not_the_readers() {
+    use std::io::BufRead;
+    let f = Fixture::with_files(&[("held.txt", "one\n")]);
+    let s = f.run_ok("write_file('held.txt', 'two\\n')\n");
+    let spawn = |script: &str| {
+        let mut c = std::process::Command::new("python3").args(["-c", script]).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        std::io::BufReader::new(c.stdout.take().unwrap()).read_line(&mut String::new()).unwrap();
+        c
+    };
+    let reader = spawn("import time\nf = open('held.txt')\nprint('ready', flush=True)\ntime.sleep(600)\n");
+    let writer = spawn("import mmap, os, time\nfd = os.open('held.txt', os.O_RDWR)\nm = mmap.mmap(fd, 4)\nos.close(fd)\nprint('ready', flush=True)\ntime.sleep(600)\n");
+    let r = f.cairn(&["accept", &s.id]);
+    assert!(r.code != 0 && r.stderr.contains(&format!("held.txt is open for writing by pid {} (python3)", writer.id())), "{r:?}");
+    assert!(!r.stderr.contains(&format!("pid {}", reader.id())), "a reader named: {r:?}");
+    assert_eq!(f.read_str("held.txt").unwrap(), "one\n");
+    for mut c in [reader, writer] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    f.cairn(&["accept", &s.id]).ok();
+    assert_eq!(f.read_str("held.txt").unwrap(), "two\n");
 }

@@ -178,8 +178,8 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
     super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
     // Not under a writer that holds the file open (see accept).
-    if !force && crate::store::fsx::written_elsewhere(&project.root, path)? {
-        return Err(Error::Busy(format!("hunk accept refused: {}, or take it with --force (`:CairnAcceptHunk!`)", super::prepare::held_elsewhere(project, path, "hunk accept"))));
+    if !force {
+        super::prepare::refuse_held(project, &[path.to_string()], "hunk accept", ", or take it with --force (`:CairnAcceptHunk!`)")?;
     }
     let updated = accept_hunk_bytes(bytes(&change.old), bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
     let mode = change.old_mode.or(change.new_mode).unwrap_or(0o644) & 0o777;

@@ -146,32 +146,32 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
         .and_then(|all| all.into_iter().collect::<Result<Vec<_>>>())
     })?;
     let looks: Vec<(&JournalEntry, (Step, Option<fsx::Stamp>))> = journal.iter().zip(prepared).collect();
-    // A path held open for writing elsewhere would take its writer's later writes with it
-    // (`held`): unless forced, that refuses the accept too.
     let moved = crate::par::map(&looks, threads, "accept (checking)", |(j, (step, seen))| {
         let now = match step {
             Step::Write(p) => p.target_stamp()?,
             _ => fsx::stamp(&project.root, &j.path)?,
         };
-        let held = now.is_some() && !force && fsx::written_elsewhere(&project.root, &j.path)?;
-        Ok(((now != *seen).then(|| j.path.clone()), held.then(|| j.path.clone())))
+        Ok(((now != *seen).then(|| j.path.clone()), now.is_some().then(|| j.path.clone())))
     })?;
-    let (moved, held): (Vec<_>, Vec<_>) = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
+    let (moved, existing): (Vec<_>, Vec<_>) = moved.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     let moved: Vec<String> = moved.into_iter().flatten().collect();
     if !moved.is_empty() {
         return Err(Error::StaleBase { id: id.to_string(), paths: moved });
     }
-    if let Some(path) = held.into_iter().flatten().next() {
-        return Err(Error::Busy(format!("accept refused: {}, or `cairn accept {id} --force` to replace it anyway", held_elsewhere(project, &path, "accept"))));
+    // A path held open for writing elsewhere would take its writer's later writes with it:
+    // unless forced, that refuses the accept too.
+    if !force {
+        refuse_held(project, &existing.into_iter().flatten().collect::<Vec<_>>(), "accept", &format!(", or `cairn accept {id} --force` to replace it anyway"))?;
     }
     Ok(looks.into_iter().map(|(_, step_seen)| step_seen).collect())
 }
 
-/// Why `path`, open for writing elsewhere, is not replaced by `what` (accept, undo).
-pub(super) fn held_elsewhere(project: &Project, path: &str, what: &str) -> String {
-    let who = fsx::holders(&project.root, path);
+/// Refuses `what` (accept, undo, hunk accept) when one of `paths` is held open for writing
+/// elsewhere ([`crate::store::held`]), naming it and who holds it; `tail` ends the message.
+pub(super) fn refuse_held(project: &Project, paths: &[String], what: &str, tail: &str) -> Result<()> {
+    let Some((path, who)) = crate::store::held::held(&project.root, paths)?.into_iter().next() else { return Ok(()) };
     let who = if who.is_empty() { "another process".to_string() } else { who.join(", ") };
-    format!("{path} is open for writing by {who}; what it writes after the {what} would go to the replaced file and be lost. Close it (or stop the process) and {what} again")
+    Err(Error::Busy(format!("{what} refused, nothing changed: {path} is open for writing by {who}; what it writes after the {what} would go to the replaced file and be lost. Close it (or stop the process) and {what} again{tail}")))
 }
 
 /// What one journal entry needs once every file is prepared.

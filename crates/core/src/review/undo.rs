@@ -35,11 +35,7 @@ pub fn undo(project: &Project, id: &str) -> Result<UndoReport> {
         return Err(Error::EditedSinceAccept { id: id.to_string(), paths: edited });
     }
     // A file held open for writing elsewhere is not replaced under its writer (see accept).
-    for j in &journal {
-        if crate::store::fsx::written_elsewhere(&project.root, &j.path)? {
-            return Err(Error::Busy(format!("undo refused, nothing restored: {}", super::prepare::held_elsewhere(project, &j.path, "undo"))));
-        }
-    }
+    super::prepare::refuse_held(project, &journal.iter().map(|j| j.path.clone()).collect::<Vec<_>>(), "undo", "")?;
     // Nothing is written back that is not what was there: each old content must match the
     // hash journaled before the accept (a damaged journal file or overlay is refused, naming
     // the files, before any is touched).

@@ -120,7 +120,7 @@ fn open_regular(root: &Path, rel: &str) -> Result<Option<(File, rfs::Stat)>> {
     open_regular_in(root, rel, None)
 }
 
-fn open_regular_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(File, rfs::Stat)>> {
+pub(super) fn open_regular_in(root: &Path, rel: &str, dir: Option<&OwnedFd>) -> Result<Option<(File, rfs::Stat)>> {
     let (dir_rel, name) = split(rel);
     let opened;
     let dfd = match dir {
@@ -312,45 +312,4 @@ pub fn remove(root: &Path, rel: &str) -> Result<()> {
         Err(rustix::io::Errno::NOENT) => Ok(()),
         Err(e) => Err(err(root, rel, e)),
     }
-}
-
-/// Is the regular file at `rel` open for writing (or mapped writable) by some process? The
-/// kernel refuses a read lease exactly then. A file replaced by rename while so held would
-/// take that process's later writes with it (they go to the unlinked file). `false` where a
-/// lease cannot tell (not the file's owner, a file system without leases).
-#[allow(unsafe_code)]
-pub fn written_elsewhere(root: &Path, rel: &str) -> Result<bool> {
-    use std::os::fd::AsRawFd;
-    let Some((file, _)) = open_regular_in(root, rel, None)? else { return Ok(false) };
-    let fd = file.as_raw_fd();
-    // `F_SETSIG` (Linux, <fcntl.h>): the signal a lease break sends.
-    const F_SETSIG: libc::c_int = 10;
-    // SAFETY: fcntl on our own descriptor. A lease break (someone opening the file for
-    // writing in the microseconds we hold it) signals SIGURG, ignored by default, not SIGIO,
-    // which would end this process; closing the file releases the lease.
-    let taken = unsafe {
-        libc::fcntl(fd, F_SETSIG, libc::SIGURG);
-        libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK)
-    };
-    Ok(taken < 0 && matches!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY)))
-}
-
-/// Who holds the file at `rel` open (`pid N (name)`, at most three), as far as `/proc` shows
-/// this user: for the message that names them.
-pub fn holders(root: &Path, rel: &str) -> Vec<String> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(Some(st)) = stat_nofollow(root, rel) else { return Vec::new() };
-    let mut out = Vec::new();
-    for p in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let holds = std::fs::read_dir(p.path().join("fd")).into_iter().flatten().flatten().any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == st.st_dev && m.ino() == st.st_ino));
-        if holds && pid != std::process::id() {
-            let name = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
-            out.push(format!("pid {pid} ({})", crate::display::escape_line(name.trim())));
-            if out.len() == 3 {
-                break;
-            }
-        }
-    }
-    out
 }

@@ -11,6 +11,7 @@
 pub mod bin;
 pub mod atomic;
 pub mod fsx;
+pub mod held;
 pub mod overlay;
 pub mod stable;
 
