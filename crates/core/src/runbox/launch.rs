@@ -164,7 +164,7 @@ fn helper(exe: &std::path::Path) -> Command {
 }
 
 /// The file name of the confined side's own binary.
-pub const HELPER: &str = "cairn-confine";
+const HELPER: &str = "cairn-confine";
 
 /// The confined side: reads the spec from descriptor 3 (and closes it).
 pub fn read_spec() -> std::result::Result<Spec, String> {
