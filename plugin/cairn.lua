@@ -16,7 +16,7 @@ local cmd = vim.api.nvim_create_user_command
 cmd('CairnQueue', function(o) cairn().queue(o.args, o.bang) end, { nargs = '+', bang = true, complete = 'file', desc = 'Queue an agent (! = high priority)' })
 cmd('CairnStart', function(o) cairn().start(o.args) end, { nargs = '?', complete = ids, desc = 'Start agents held by auto_spawn = false (all, or this one)' })
 cmd('CairnAccept', function(o) cairn().accept(o.args) end, { nargs = '?', complete = ids, desc = 'Accept an agent' })
-cmd('CairnReject', function(o) cairn().reject(o.args) end, { nargs = '*', complete = ids, desc = 'Reject an agent: [id] [reason for the agent]' })
+cmd('CairnReject', function(o) cairn().reject(o.args) end, { nargs = '*', complete = ids, desc = 'Reject an agent: [id] [reason for the agent], or -- reason for the shown agent' })
 cmd('CairnRevise', function(o) cairn().revise(o.args) end, { nargs = '?', complete = ids, desc = 'Send your reasons, notes and hunk decisions to the agent: its next revision' })
 cmd('CairnComment', function(o) cairn().comment(o.line1, o.line2, o.args) end, { nargs = '+', range = true, desc = 'Note on these lines for the agent (sent by :CairnRevise)' })
 cmd('CairnPreview', function(o)

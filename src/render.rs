@@ -70,6 +70,7 @@ pub(crate) fn output(project: &Project, out: &Output) -> i32 {
             let _ = write!(std::io::stdout().lock(), "{}", d.text);
         }
         Output::Accepted(r) => accepted(project, r),
+        Output::Undone(r) if r.unrejected => outln!("reject of {} undone: reviewing again", r.id),
         Output::Undone(r) => outln!("undone {}: {} restored, {} removed", r.id, r.restored.len(), r.removed.len()),
         Output::Preview(m) => outln!("{}", m.path.display()),
         Output::Check(c) => return check(c, false),

@@ -85,7 +85,7 @@ end
 function M.undo(id, on_done)
   rpc.call('undo', id_arg(id), function(r)
     M.reload(vim.list_extend(vim.list_extend({}, r.restored or {}), r.removed or {}))
-    notify.notify('undone ' .. r.id)
+    notify.notify(r.unrejected and ('reject of ' .. r.id .. ' undone: reviewing again') or ('undone ' .. r.id))
     if on_done then on_done(r) end
   end)
 end

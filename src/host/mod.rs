@@ -15,7 +15,7 @@
 
 use cairn_core::command::{self, Command, Output};
 use cairn_core::error::{Error, Result};
-use cairn_core::lifecycle::{Priority, Provider, State};
+use cairn_core::lifecycle::{Priority, Provider};
 use cairn_core::project::Project;
 use cairn_core::review::Hunk;
 use async_trait::async_trait;
@@ -233,10 +233,11 @@ impl Handler {
             }
             "revise" => self.feedback_target(args.str("id")).and_then(|id| exec(Command::Revise { id })),
             "revisions" => self.target(args.str("id")).and_then(|id| exec(Command::Log { id })),
-            // Without an id: the latest accept.
+            // Without an id: the latest decision that can be undone (an accept, or the reject
+            // of a proposal under review).
             "undo" => match args.str("id").filter(|s| !s.is_empty()) {
                 Some(id) => command::resolve(project, &id),
-                None => project.bin().and_then(|b| b.in_state(State::Accepted)).and_then(|a| a.into_iter().max_by_key(|r| r.state_changed_ms).map(|r| r.id).ok_or_else(|| Error::Usage("nothing was accepted: nothing to undo".into()))),
+                None => self.last_decision(),
             }
             .and_then(|id| exec(Command::Undo { id })),
             "accept_hunk" | "reject_hunk" => {

@@ -17,20 +17,43 @@ impl Handler {
         self.shown_agent()?.ok_or(Error::NothingReviewing)
     }
 
-    /// `:CairnReject [id] [reason]`: a first word that names an agent is its id; the rest (or
-    /// all) is the reason. `id`/`reason` arguments are taken as they are.
+    /// `:CairnReject [id] [-- reason]`: the first word must name an agent (its id, any unique
+    /// prefix), or be `--`, after which everything is the reason for the shown agent. Nothing
+    /// is guessed: a word that is no agent's id refuses the reject (a typo would otherwise
+    /// reject the shown agent with the typo as its reason). `id`/`reason` arguments are taken
+    /// as they are.
     pub(super) fn reject_words(&self, args: &Args) -> Result<(String, Option<String>)> {
         let Some(words) = args.str("words").filter(|w| !w.trim().is_empty()) else {
             return Ok((self.target(args.str("id"))?, args.str("reason")));
         };
+        let reason = |r: &str| Some(r.trim().trim_start_matches("--").trim().to_string()).filter(|r| !r.is_empty());
         let words = words.trim();
+        if let Some(rest) = words.strip_prefix("--") {
+            return Ok((self.target(None)?, reason(rest)));
+        }
         let (first, rest) = words.split_once(char::is_whitespace).unwrap_or((words, ""));
-        if first.len() >= 4 && first.chars().all(|c| c.is_ascii_hexdigit()) {
-            if let Ok(id) = command::resolve(&self.project, first) {
-                return Ok((id, Some(rest.trim().to_string()).filter(|r| !r.is_empty())));
+        match command::resolve(&self.project, first) {
+            Ok(id) => Ok((id, reason(rest))),
+            Err(Error::UnknownAgent(_)) => Err(Error::Usage(format!(
+                "nothing rejected: '{}' is no agent's id. Name the agent first (:CairnReject ID reason), or give the shown agent a reason after --: :CairnReject -- {}",
+                cairn_core::display::escape_line(first),
+                cairn_core::display::escape_line(words)
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The latest decision `:CairnUndo` takes back without an id: an accept, or the reject of
+    /// a proposal under review whose overlay is kept.
+    pub(super) fn last_decision(&self) -> Result<String> {
+        let bin = self.project.bin()?;
+        let mut decided = bin.in_state(State::Accepted)?;
+        for r in bin.in_state(State::Rejected)? {
+            if cairn_core::review::undo::can_unreject(&self.project, &bin, &r.id)? {
+                decided.push(r);
             }
         }
-        Ok((self.target(None)?, Some(words.to_string())))
+        decided.into_iter().max_by_key(|r| r.state_changed_ms).map(|r| r.id).ok_or_else(|| Error::Usage("nothing was accepted or rejected that can be undone".into()))
     }
 
     /// The agent feedback is for: the given id, else the selected agent whatever it became

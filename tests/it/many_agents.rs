@@ -126,3 +126,58 @@ fn resolving_is_refused_for_a_path_the_agent_does_not_change_or_outside_the_proj
     assert!(out.code != 0, "a path outside the project is refused: {}", out.stderr);
     assert_eq!(f.read_str("b.txt").unwrap(), "b\n");
 }
+
+/// X and Y change line 38, Z line 37 (next to it). After X lands, Z's refusal names X (not
+/// the user), and `--force` takes Z's side only inside Z's own hunk: X's line 38 stays.
+#[test]
+fn a_forced_accept_keeps_the_line_another_agent_landed_next_to_it() {
+    let f = Fixture::with_files(&[("a.txt", &lines(60))]);
+    let x = edit(&f, &[(38, "X38")]);
+    let y = edit(&f, &[(38, "Y38")]);
+    let z = edit(&f, &[(37, "Z37")]);
+    f.cairn(&["accept", &x]).ok();
+    let refused = f.cairn(&["accept", &z]);
+    assert_ne!(refused.code, 0, "Z touches the line next to X's: a conflict to decide");
+    assert!(refused.stderr.contains(&format!("agent {x}")) && !refused.stderr.contains("your edit"), "the refusal names X: {}", refused.stderr);
+    let diff = f.cairn(&["diff", &z]).ok().stdout;
+    assert!(diff.contains(&format!("with agent {x}")) && !diff.contains("your edit"), "{diff}");
+    assert!(diff.contains("-l37\n+Z37\n") && !diff.contains("-X38"), "the diff shows what --force lands: Z's line only: {diff}");
+    let hunks = f.cairn(&["hunks", &z]).ok().stdout;
+    assert!(hunks.contains(&format!("CONFLICT with {x}")), "{hunks}");
+    f.cairn(&["accept", &z, "--force"]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(60).replace("l37\n", "Z37\n").replace("l38\n", "X38\n"), "X's line 38 and Z's line 37");
+    // Y changed the very line X landed: forced, Y's side there, the rest as it is now.
+    f.cairn(&["accept", &y, "--force"]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(60).replace("l37\n", "Z37\n").replace("l38\n", "Y38\n"));
+    // Undo gives back what each forced accept overwrote.
+    f.cairn(&["undo", &y]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(60).replace("l37\n", "Z37\n").replace("l38\n", "X38\n"));
+}
+
+/// A user's own edit next to an agent's change is "your edit", and a forced accept keeps it.
+#[test]
+fn a_forced_accept_keeps_your_edit_next_to_the_agents_change() {
+    let f = Fixture::with_files(&[("a.txt", &lines(10))]);
+    let a = edit(&f, &[(5, "A5")]);
+    f.write("a.txt", lines(10).replace("l6\n", "MINE\n"));
+    let refused = f.cairn(&["accept", &a]);
+    assert!(refused.code != 0 && refused.stderr.contains("your edit"), "{}", refused.stderr);
+    f.cairn(&["accept", &a, "--force"]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(10).replace("l5\n", "A5\n").replace("l6\n", "MINE\n"));
+}
+
+/// A forced hunk accept takes the agent's side only inside that hunk as well.
+#[test]
+fn a_forced_hunk_accept_keeps_the_line_next_to_it() {
+    let f = Fixture::with_files(&[("a.txt", &lines(20))]);
+    let x = edit(&f, &[(8, "X8")]);
+    let z = edit(&f, &[(7, "Z7"), (15, "Z15")]);
+    f.cairn(&["accept", &x]).ok();
+    let hunks = f.cairn(&["hunks", &z, "--json"]).ok().json();
+    let file = &hunks["files"][0];
+    let n = file["hunks"].as_array().unwrap().iter().position(|h| h["old_start"] == 6).expect("Z's hunk at line 7") + 1;
+    let refused = f.cairn(&["accept-hunk", &z, "a.txt", &n.to_string()]);
+    assert!(refused.code != 0 && refused.stderr.contains(&format!("agent {x}")), "{}", refused.stderr);
+    f.cairn(&["accept-hunk", &z, "a.txt", &n.to_string(), "--force"]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), lines(20).replace("l7\n", "Z7\n").replace("l8\n", "X8\n"));
+}

@@ -39,10 +39,10 @@ fn overlapping_edits_conflict_accept_refuses_and_force_takes_the_agent_side() {
     f.write("f.py", &user);
 
     let diff = f.cairn(&["diff", &id]).ok().stdout;
-    assert!(diff.contains("CONFLICT f.py (line 2)"), "{diff}");
+    assert!(diff.contains("CONFLICT f.py (line 2, with your edit)"), "{diff}");
     let r = f.cairn(&["accept", &id]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("conflicts with your edits") && r.stderr.contains("f.py (line 2)"), "{}", r.stderr);
+    assert!(r.stderr.contains("conflicts with what changed since it read") && r.stderr.contains("f.py (line 2, with your edit)"), "{}", r.stderr);
     assert_eq!(f.read_str("f.py").unwrap(), user, "a refused accept writes nothing");
 
     f.cairn(&["accept", &id, "--force"]).ok();
@@ -93,7 +93,8 @@ fn concurrent_accepts_never_both_succeed_over_one_line() {
         assert_eq!(ok.iter().filter(|x| **x).count(), 1, "trial {trial}: exits {:?} {:?}", ra.status, rb.status);
         let refused = if ok[0] { &rb } else { &ra };
         let text = String::from_utf8_lossy(&refused.stderr);
-        assert!(text.contains("conflicts with your edits"), "trial {trial}: {text}");
+        // The loser's conflict is with the winner's landing, not with the user.
+        assert!(text.contains("conflicts with what changed") && text.contains(", with agent ") && !text.contains("your edit"), "trial {trial}: {text}");
         let content = f.read_str("f.py").unwrap();
         let winner = if ok[0] { "A\n" } else { "B\n" };
         assert_eq!(content, BASE.replace("l5\n", winner), "trial {trial}");
@@ -432,30 +433,30 @@ fn a_save_after_the_last_look_is_never_replaced() {
     let (a, p) = (seen("d/a.txt"), atomic::prepare(&f.root, "d/a.txt", b"agent\n", 0o644).unwrap());
     f.write("d/a.txt.swp", "saved\n");
     std::fs::rename(f.root.join("d/a.txt.swp"), f.root.join("d/a.txt")).unwrap();
-    assert_eq!(p.commit_over(a.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(p.commit_over(a.as_ref(), None).unwrap(), atomic::Over::Moved);
     assert_eq!(f.read_str("d/a.txt").unwrap(), "saved\n");
     // Written in place.
     let (b, p) = (seen("d/b.txt"), atomic::prepare(&f.root, "d/b.txt", b"agent\n", 0o644).unwrap());
     std::fs::write(f.root.join("d/b.txt"), "saved in place, longer\n").unwrap();
-    assert_eq!(p.commit_over(b.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(p.commit_over(b.as_ref(), None).unwrap(), atomic::Over::Moved);
     assert_eq!(f.read_str("d/b.txt").unwrap(), "saved in place, longer\n");
     // Created meanwhile where the agent adds a file.
     let p = atomic::prepare(&f.root, "d/new.txt", b"agent\n", 0o644).unwrap();
     f.write("d/new.txt", "mine\n");
-    assert_eq!(p.commit_over(None).unwrap(), atomic::Over::Moved);
+    assert_eq!(p.commit_over(None, None).unwrap(), atomic::Over::Moved);
     assert_eq!(f.read_str("d/new.txt").unwrap(), "mine\n");
     // Saved where the agent deletes: kept; untouched: removed.
     f.write("d/gone.txt", "old\n");
     let g = seen("d/gone.txt");
     f.write("d/gone.txt", "saved, longer\n");
-    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref()).unwrap(), atomic::Over::Moved);
+    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref(), None).unwrap(), atomic::Over::Moved);
     assert_eq!(f.read_str("d/gone.txt").unwrap(), "saved, longer\n");
     let g = seen("d/gone.txt");
-    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref()).unwrap(), atomic::Over::Placed);
+    assert_eq!(atomic::remove_over(&f.root, "d/gone.txt", g.as_ref(), None).unwrap(), atomic::Over::Placed);
     assert!(f.read_str("d/gone.txt").is_none());
     // Untouched since seen: in place, and what it replaced is gone.
     let (c, p) = (seen("d/c.txt"), atomic::prepare(&f.root, "d/c.txt", b"agent\n", 0o644).unwrap());
-    assert_eq!(p.commit_over(c.as_ref()).unwrap(), atomic::Over::Placed);
+    assert_eq!(p.commit_over(c.as_ref(), None).unwrap(), atomic::Over::Placed);
     assert_eq!(f.read_str("d/c.txt").unwrap(), "agent\n");
     assert_eq!(temps(), 0, "{:?}", f.tree());
 }
@@ -634,4 +635,109 @@ fn a_refused_accept_names_the_writer_not_the_readers() {
     }
     f.cairn(&["accept", &s.id]).ok();
     assert_eq!(f.read_str("held.txt").unwrap(), "two\n");
+}
+
+/// A reject is taken back by `cairn undo`: the proposal is reviewing again with the same diff,
+/// its hunk decisions and its feedback; a reject of what was never under review is not.
+#[test]
+fn a_rejected_proposal_undone_is_reviewing_again_with_its_decisions() {
+    let text: String = (1..=30).map(|i| format!("l{i}\n")).collect();
+    let f = Fixture::with_files(&[("a.txt", &text)]);
+    let id = f.run_ok("t = read_file('a.txt')\nfor n in (3, 15, 27):\n    t = t.replace(f'l{n}\\n', f'N{n}\\n')\nwrite_file('a.txt', t)\n").id;
+    f.cairn(&["reject-hunk", &id, "a.txt", "1", "--reason", "keep line 3"]).ok();
+    let diff = f.cairn(&["diff", &id]).ok().stdout;
+    assert!(diff.contains("+N15") && !diff.contains("+N3\n"), "{diff}");
+    f.cairn(&["reject", &id, "--reason", "too broad"]).ok();
+    assert_eq!(f.status(&id).state.as_str(), "rejected");
+    let out = f.cairn(&["undo", &id]).ok().stdout;
+    assert!(out.contains("reviewing again"), "{out}");
+    assert_eq!(f.status(&id).state.as_str(), "reviewing");
+    assert_eq!(f.cairn(&["diff", &id]).ok().stdout, diff, "the same proposal, its hunk decision kept");
+    let log = f.cairn(&["log", &id]).ok().stdout;
+    assert!(log.contains("keep line 3") && log.contains("too broad"), "its feedback kept: {log}");
+    let hunks = f.cairn(&["hunks", &id]).ok().stdout;
+    assert_eq!(hunks.matches(". line ").count(), 2, "{hunks}");
+    // Reviewed again, it lands.
+    f.cairn(&["accept", &id]).ok();
+    assert_eq!(f.read_str("a.txt").unwrap(), text.replace("l15\n", "N15\n").replace("l27\n", "N27\n"));
+
+    // A queued agent cancelled has no proposal to take back: refused, it stays rejected.
+    let q = f.cairn(&["queue", "--provider", "inline", "x = 1"]).ok().stdout.trim().to_string();
+    f.cairn(&["reject", &q]).ok();
+    let refused = f.cairn(&["undo", &q]);
+    assert!(refused.code != 0 && refused.stderr.contains("not a proposal under review"), "{}", refused.stderr);
+    assert_eq!(f.status(&q).state.as_str(), "rejected");
+    // Nor does a word that is no agent's id undo or reject anything.
+    let refused = f.cairn(&["reject", "4e1x"]);
+    assert!(refused.code != 0 && refused.stderr.contains("4e1x"), "{}", refused.stderr);
+}
+
+/// The attacker's way: a process watches the project with inotify and opens the file for
+/// writing as soon as accept opens it for its last look, then writes. The renames are slowed
+/// (strace delays each `renameat2`) so its open always comes before the file is replaced. What
+/// it writes must stay in the file: the accept sees the open waiting on its lease, puts the
+/// old file back for it and refuses; once it is done, the accept lands.
+#[test]
+fn a_writer_that_opens_the_file_during_the_accept_loses_nothing() {
+    use std::io::BufRead;
+    let base: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+    let f = Fixture::with_files(&[("w.txt", &base)]);
+    let id = f.run_ok("t = read_file('w.txt')\nwrite_file('w.txt', t.replace('l1\\n', 'agent\\n', 1))\n").id;
+    // At the second open of w.txt once `go` exists (the review's read, then the last look),
+    // it opens w.txt for appending, says so, writes a line after a while, and exits.
+    const WRITER: &str = r#"
+import ctypes, os, select, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(fd, b".", 0x20)  # IN_OPEN: the directory, since accept puts another file there
+print("ready", flush=True)
+go, seen = sys.argv[1], 0
+while seen < 2:
+    select.select([fd], [], [])
+    buf = os.read(fd, 65536)
+    at = 0
+    while at < len(buf):
+        size = struct.unpack_from("iIII", buf, at)[3]
+        if buf[at + 16:at + 16 + size].rstrip(b"\0") == b"w.txt" and os.path.exists(go):
+            seen += 1
+        at += 16 + size
+time.sleep(0.1)  # past the lease taken after that open (the renames wait 400 ms)
+w = os.open("w.txt", os.O_WRONLY | os.O_APPEND)
+print("opened", flush=True)
+time.sleep(0.5)
+os.write(w, b"written during the accept\n")
+os.close(w)
+"#;
+    let go = f.root.join("../go");
+    let mut writer = Killed(std::process::Command::new("python3").args(["-c", WRITER]).arg(&go).current_dir(&f.root).stdout(std::process::Stdio::piped()).spawn().unwrap());
+    let mut out = std::io::BufReader::new(writer.0.stdout.take().unwrap());
+    out.read_line(&mut String::new()).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let slowed = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=renameat2", "-e", "inject=renameat2:delay_enter=400000"])
+        .arg(exe())
+        .args(["--project-root", f.root.to_str().unwrap(), "--cairn-home", f.home.to_str().unwrap(), "accept", &id])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&slowed.stderr);
+    let mut said = String::new();
+    out.read_line(&mut said).unwrap();
+    assert_eq!(said.trim(), "opened", "the writer opened the file during the accept");
+    let _ = writer.0.wait();
+    assert!(!slowed.status.success() && stderr.contains("opened w.txt for writing during the accept"), "{stderr}");
+    assert_eq!(f.read_str("w.txt").unwrap(), format!("{base}written during the accept\n"), "its write is in the file, nothing of the agent's");
+    assert_eq!(f.status(&id).state.as_str(), "reviewing");
+    // Once it is done, the accept lands (on top of what it wrote).
+    f.cairn(&["accept", &id]).ok();
+    assert_eq!(f.read_str("w.txt").unwrap(), format!("{}written during the accept\n", base.replacen("l1\n", "agent\n", 1)));
+}
+
+/// A child killed when dropped (a failed assertion must not leave it running).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -12,6 +12,7 @@ local BASE = 'l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n'
 local root = H.project({
   ['f.py'] = BASE,
   ['agents/two.pym'] = "c = read_file('f.py')\nwrite_file('f.py', c.replace('l2\\n', 'AGENT2\\n').replace('l8\\n', 'AGENT8\\n'))\n",
+  ['agents/three.pym'] = "c = read_file('f.py')\nwrite_file('f.py', c.replace('l3\\n', 'AGENT3\\n'))\n",
 })
 
 local function open(rel)
@@ -83,6 +84,34 @@ H.test('hunk actions act only on a hunk; :CairnNextHunk and :CairnPrevHunk move 
   H.wait(3000, function() return H.hunks(buf) == 0 end, 'cleared')
 end)
 
+H.test(':CairnReject never guesses: a word that is no id rejects nothing; :CairnUndo takes a reject back', function()
+  local buf = open('f.py')
+  require('cairn').queue('agents/three.pym', false)
+  H.wait(20000, function() return H.hunks(buf) >= 1 end, 'the proposal drawn')
+  local id = require('cairn.ghost').payload.agent.id
+  local function state()
+    local out = vim.fn.system({ require('cairn.rpc').binary(), '--project-root', root, 'status', id, '--json' })
+    return vim.json.decode(out).state
+  end
+  local messages = H.notified(function(m)
+    vim.cmd('CairnReject 4e1x')
+    H.wait(5000, function() return table.concat(m, '\n'):find('4e1x', 1, true) ~= nil end, 'a message naming the word')
+  end)
+  H.ok(table.concat(messages, '\n'):find('no agent', 1, true) ~= nil, table.concat(messages, ' | '))
+  H.eq(state(), 'reviewing', 'nothing rejected')
+  H.ok(H.hunks(buf) >= 1, 'still drawn')
+  local diff = vim.fn.system({ require('cairn.rpc').binary(), '--project-root', root, 'diff', id })
+  vim.cmd('CairnReject -- not like this')
+  H.wait(5000, function() return state() == 'rejected' end, 'rejected with a reason after --')
+  H.wait(5000, function() return H.hunks(buf) == 0 end, 'cleared')
+  vim.cmd('CairnUndo')
+  H.wait(5000, function() return state() == 'reviewing' end, 'the reject undone')
+  H.wait(5000, function() return H.hunks(buf) >= 1 end, 'drawn again')
+  H.eq(vim.fn.system({ require('cairn.rpc').binary(), '--project-root', root, 'diff', id }), diff, 'the same diff')
+  require('cairn').reject(id)
+  H.wait(3000, function() return H.hunks(buf) == 0 end, 'cleared again')
+end)
+
 H.test('two Neovim instances on two projects sharing CAIRN_HOME: an id-named signal reaches the right one', function()
   local home = vim.env.CAIRN_HOME
   local other = vim.fn.tempname() .. '/other'
@@ -137,13 +166,17 @@ H.test('no blocking: the first start on a 10,000-file project answers typed keys
   vim.fn.chdir(big)
   vim.cmd.enew()
   local t0 = vim.uv.hrtime()
-  require('cairn').status('', function() end)
+  local answered = false
+  require('cairn.rpc').call_async('status', vim.empty_dict(), function() answered = true end)
   vim.api.nvim_feedkeys('ityped', 'nx', false)
   local ms = (vim.uv.hrtime() - t0) / 1e6
   H.eq(vim.api.nvim_get_current_line(), 'typed', 'the key was processed')
+  -- Nothing waited for the host: its start and the request are asynchronous, so the key was
+  -- processed before the answer came (no wall-clock bound: a loaded machine is slow, not wrong).
+  H.eq(answered, false, 'the key was processed before the host answered')
+  H.wait(60000, function() return answered end, 'the host answered afterwards')
   local pong = require('cairn.rpc').request('ping')
   io.stdout:write(string.format('# first start on 10,000 files: typed key processed after %.1f ms (host indexing: %s)\n', ms, tostring(pong and pong.indexing)))
-  H.ok(ms < 500, string.format('took %.1f ms', ms))
 end)
 
 H.finish()

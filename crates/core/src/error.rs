@@ -27,11 +27,11 @@ pub enum Error {
     StaleBase { id: String, paths: Vec<String> },
     /// Accept refused: the agent's change and the user's edits touch the same lines (or the
     /// user deleted or replaced a file the agent changes).
-    #[error("accept refused: agent {id}'s change conflicts with your edits: {}", conflicts.join("; "))]
+    #[error("accept refused: agent {id}'s change conflicts with what changed since it read the files: {}", conflicts.join("; "))]
     Conflict { id: String, conflicts: Vec<String> },
     /// One hunk's accept refused: it touches lines the user changed.
-    #[error("hunk accept refused: agent {id}'s hunk of {path} at line {line} conflicts with your edit")]
-    HunkConflict { id: String, path: String, line: usize },
+    #[error("hunk accept refused: agent {id}'s hunk of {path} at line {line} conflicts with {with}")]
+    HunkConflict { id: String, path: String, line: usize, with: String },
     /// Undo refused: these paths were edited after the accept.
     #[error("undo refused: edited since agent {id} was accepted: {}", paths.join(", "))]
     EditedSinceAccept { id: String, paths: Vec<String> },
@@ -197,11 +197,11 @@ impl Error {
             Error::UnknownAgent(_) => "`cairn list-agents --all` shows every agent id".into(),
             Error::AmbiguousAgent { .. } => "type more characters of the id".into(),
             Error::IllegalTransition { .. } => "`cairn status <id>` shows the agent's state".into(),
-            Error::HunkConflict { id, path, line } => {
-                format!("in Neovim, :CairnAcceptHunk! takes the agent's side for this hunk; from a shell, `cairn accept-hunk {id} {path} N --force` (N as `cairn hunks {id}` numbers it; it was at line {line}). Your version is journaled: `cairn undo {id}` gives it back")
+            Error::HunkConflict { id, path, line, .. } => {
+                format!("in Neovim, :CairnAcceptHunk! takes the agent's side inside this hunk; from a shell, `cairn accept-hunk {id} {path} N --force` (N as `cairn hunks {id}` numbers it; it was at line {line}). The version there now is journaled: `cairn undo {id}` gives it back")
             }
             Error::Conflict { id, .. } => {
-                format!("see them marked CONFLICT in `cairn diff {id}`; `cairn accept {id} --force` takes the agent's side there (your version is journaled: `cairn undo {id}` gives it back)")
+                format!("see them marked CONFLICT in `cairn diff {id}`; `cairn accept {id} --force` takes the agent's side inside its own hunks and keeps every other line as it is now (the version there now is journaled: `cairn undo {id}` gives it back)")
             }
             Error::StaleBase { id, .. } => {
                 format!("review the changes with `cairn diff {id}`; `cairn accept {id} --force` overwrites them")
@@ -296,7 +296,7 @@ mod tests {
             Error::IllegalTransition { id: s(), from: s(), action: s() },
             Error::StaleBase { id: s(), paths: vec![s()] },
             Error::Conflict { id: s(), conflicts: vec![s()] },
-            Error::HunkConflict { id: s(), path: s(), line: 1 },
+            Error::HunkConflict { id: s(), path: s(), line: 1, with: s() },
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::AcceptStopped { id: s(), cause: Box::new(Error::Internal(s())) },
             Error::InvalidPath(s()),

@@ -96,6 +96,8 @@ impl State {
                 | (Accepted, Undone)
                 | (Undone, Accepted)
                 | (Undone, Rejected)
+                // `cairn undo` of a reject: the proposal back under review.
+                | (Rejected, Reviewing)
         ) || (to == Errored && !self.is_terminal())
             // `cairn revise`: the next revision of the same proposal, worked on by a live
             // agent (executing), re-run (queued) or reopened for `cairn wrap --agent`.
@@ -241,6 +243,7 @@ mod tests {
             (Accepted, Undone),
             (Undone, Accepted),
             (Undone, Rejected),
+            (Rejected, Reviewing),
             (Undone, Errored),
             (Reviewing, Queued),
             (Accepted, Executing),

@@ -57,7 +57,7 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
             action: "accept (only reviewing or undone agents can be accepted)".into(),
         });
     }
-    let overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
+    let mut overlay = project.existing_overlay(id)?.ok_or_else(|| missing_overlay(id))?;
     phases.mark("opened");
     let agent = std::sync::Arc::new(overlay.changes()?);
     phases.mark("loaded");
@@ -87,10 +87,16 @@ pub fn accept(project: &Project, bin: &mut Bin, id: &str, force: bool) -> Result
     for c in changed {
         let new = c.new.as_ref().map(|bytes| (c.new_hash.unwrap_or_else(|| hash_bytes(bytes)), c.new_mode.unwrap_or(0o644) & 0o777));
         // The overlay holds exactly what lands (the rebased change), so a resumed accept
-        // writes the same bytes.
+        // writes the same bytes; its base becomes the version it was rebased onto, in the
+        // same transaction, so an accept refused after this leaves a proposal whose change is
+        // still the agent's alone (the user's edits in between never read as the agent's).
         if let (Some(bytes), Some((_, mode)), true) = (&c.new, new, c.rebased) {
             if overlay.get(&c.path)?.flatten().map(|(b, _)| b).as_ref() != Some(bytes) {
-                overlay.write(&c.path, bytes, mode)?;
+                let onto = c.old_hash.zip(c.old_mode);
+                overlay.transaction(|o| {
+                    o.rebase_base(&c.path, onto, c.old.as_deref())?;
+                    o.write(&c.path, bytes, mode)
+                })?;
             }
         }
         let old = c.old_hash.zip(c.old_mode);
@@ -177,10 +183,10 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
     // again), and a fresh accept is abandoned: the agent stays reviewable.
     let added = journal.iter().filter(|j| j.old.is_none() && j.new.is_some()).map(|j| j.path.as_str());
     let made = if resume { Vec::new() } else { super::rollback::missing_dirs(project, added) };
-    let steps = match prepare_all(project, id, journal, work, ahead, sync, force) {
-        Ok(steps) => {
+    let (steps, leases) = match prepare_all(project, id, journal, work, ahead, sync, force) {
+        Ok(prepared) => {
             phases.mark("prepared");
-            steps
+            prepared
         }
         Err(e) => {
             if !resume {
@@ -200,15 +206,22 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
         .collect();
     let (moved, recorded) = std::thread::scope(|s| {
         let recorded = s.spawn(|| crate::sync::record_known(project, &known));
-        (rename_all(project, steps), recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
+        (rename_all(project, steps, &leases), recorded.join().unwrap_or_else(|_| Err(Error::panicked("accept (recording)"))))
     });
     let moved = moved.map_err(|e| Error::AcceptStopped { id: id.to_string(), cause: Box::new(e) })?;
     recorded?;
+    // Whoever waits on a lease (an open for writing of an old file) goes on now: with the
+    // file it opened in place, when it is one the renames put back.
+    drop(leases);
     if !moved.is_empty() {
-        // What went in place goes back (the journal has it); the saved files stay as saved.
+        // What went in place goes back (the journal has it); the saved files stay as saved,
+        // and so do the files a process opened for writing meanwhile.
         drop(closing);
         super::rollback::roll_back(project, id)?;
-        return Err(Error::StaleBase { id: id.to_string(), paths: moved });
+        return Err(match moved.iter().find(|(_, over)| *over == atomic::Over::Held) {
+            Some((path, _)) => super::prepare::opened_meanwhile(path, "accept", &super::prepare::force_tail(id)),
+            None => Error::StaleBase { id: id.to_string(), paths: moved.into_iter().map(|(p, _)| p).collect() },
+        });
     }
     phases.mark("renamed");
     let mut report = AcceptReport { id: id.to_string(), written: Vec::new(), deleted: Vec::new(), forced: Vec::new(), resumed: false };
@@ -234,9 +247,9 @@ fn apply(project: &Project, closing: Closing, journal: &[JournalEntry], work: Ve
 }
 
 /// Puts every prepared file in place, each only over what was seen at its path (concurrently);
-/// the paths found changed at their rename (an editor saved after the last look), after which
-/// no more is renamed.
-fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>) -> Result<Vec<String>> {
+/// the paths found changed at their rename (an editor saved after the last look) or being
+/// opened for writing (a lease of `leases` breaking), after which no more is renamed.
+fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>, leases: &crate::store::held::Leases) -> Result<Vec<(String, atomic::Over)>> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let threads = crate::par::io_threads(steps.len());
     let steps: Vec<std::sync::Mutex<Option<(Step, Option<fsx::Stamp>)>>> = steps.into_iter().map(|s| std::sync::Mutex::new(Some(s))).collect();
@@ -245,14 +258,14 @@ fn rename_all(project: &Project, steps: Vec<(Step, Option<fsx::Stamp>)>) -> Resu
         let (over, path) = match slot.lock().ok().and_then(|mut s| s.take()).filter(|_| !stop.load(Ordering::Relaxed)) {
             Some((Step::Write(p), seen)) => {
                 let path = p.rel();
-                (p.commit_over(seen.as_ref())?, path)
+                (p.commit_over(seen.as_ref(), leases.get(&path))?, path)
             }
-            Some((Step::Remove(path), seen)) => (atomic::remove_over(&project.root, &path, seen.as_ref())?, path),
+            Some((Step::Remove(path), seen)) => (atomic::remove_over(&project.root, &path, seen.as_ref(), leases.get(&path))?, path),
             _ => return Ok(None),
         };
-        let moved = over == atomic::Over::Moved;
+        let moved = over != atomic::Over::Placed;
         stop.fetch_or(moved, Ordering::Relaxed);
-        Ok(moved.then_some(path))
+        Ok(moved.then_some((path, over)))
     })?;
     Ok(done.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
 }

@@ -67,6 +67,11 @@ pub struct FileChange {
     /// The hash of the file when the agent first read it (`None`: absent then, or unknown).
     #[serde(skip)]
     pub base: Option<Hash>,
+    /// Whose changes the conflicts are with ([`super::landed::authors`]): agents whose accepts
+    /// moved the file on since this agent read it, and "your edit" only where no accept
+    /// explains a step (empty without conflicts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflict_with: Vec<String>,
 }
 
 impl FileChange {
@@ -99,6 +104,7 @@ impl FileChange {
             old_is_base: false,
             runs_by_itself: None,
             base: None,
+            conflict_with: Vec::new(),
         })
     }
 
@@ -107,13 +113,14 @@ impl FileChange {
         !self.conflicts.is_empty() || self.file_conflict.is_some()
     }
 
-    /// How a refusal names this file's conflicts.
+    /// How a refusal names this file's conflicts, and whose change each is with.
     pub fn conflict_text(&self) -> String {
+        let with = super::landed::describe(&self.conflict_with);
         match &self.file_conflict {
-            Some(why) => format!("{}: {why}", self.path),
+            Some(why) => format!("{}: {why} (by {with})", self.path),
             None => {
                 let ranges: Vec<String> = self.conflicts.iter().map(|(s, e)| if e - s <= 1 { format!("line {}", s + 1) } else { format!("lines {}-{}", s + 1, e) }).collect();
-                format!("{} ({})", self.path, ranges.join(", "))
+                format!("{} ({}, with {with})", self.path, ranges.join(", "))
             }
         }
     }
@@ -143,6 +150,7 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         chunk.iter().map(|c| current(&project.root, &mut dirs, &journal, c)).collect::<Vec<_>>()
     })?;
     let mut out = Vec::new();
+    let mut bin = None;
     for (c, current) in all.iter().zip(currents.into_iter().flatten()) {
         let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled, agent_hash } = current?;
         let (agent, new_mode) = match &c.change {
@@ -168,7 +176,16 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
         let old_is_base = !journaled && !rebased && c.base_kept && old.is_some();
         let runs_by_itself = crate::paths::runs_by_itself(&c.path);
-        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base, runs_by_itself, base: c.base });
+        let conflict_with = if conflicts.is_empty() && file_conflict.is_none() {
+            Vec::new()
+        } else {
+            let bin = match &mut bin {
+                Some(b) => b,
+                None => bin.insert(project.bin()?),
+            };
+            super::landed::authors(bin, &rec.id, &c.path, c.base, old_hash)?
+        };
+        out.push(FileChange { path: c.path.clone(), kind, binary, old, new, old_mode, new_mode, conflicts, file_conflict, rebased, old_hash, new_hash, seen, old_is_base, runs_by_itself, base: c.base, conflict_with });
     }
     Ok(out)
 }
@@ -270,7 +287,7 @@ pub fn unified(changes: &[FileChange]) -> String {
             ChangeKind::Modified => {}
         }
         if c.conflicted() {
-            let _ = writeln!(out, "CONFLICT {}: changed by you and by the agent; the agent's side is shown below", crate::display::escape_line(&c.conflict_text()));
+            let _ = writeln!(out, "CONFLICT {}: changed there since the agent read it; below, what --force lands (the agent's side inside its own hunks only)", crate::display::escape_line(&c.conflict_text()));
         }
         if let Some(why) = c.runs_by_itself {
             let _ = writeln!(out, "WARNING {path}: {why}; read it before running anything here");

@@ -58,14 +58,12 @@ pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
         n if n > 1 => project.existing_overlay(id)?.map(|o| o.snapshot_get(1)).transpose()?,
         _ => None,
     };
-    let bin = project.bin()?;
     changes(project, id)?
         .into_iter()
         .filter(has_hunks)
         .map(|c| {
             let hunks = hunks_between(bytes(&c.old), bytes(&c.new));
             let revised = super::revise::revised_hunks(reviewed.as_deref(), &c.path, bytes(&c.old), bytes(&c.new), &hunks);
-            let conflict_with = if c.conflicted() { super::landed::authors(&bin, id, &c.path, c.base, c.old_hash)? } else { Vec::new() };
             Ok(FileHunks {
                 hunks,
                 revised,
@@ -74,7 +72,7 @@ pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
                 conflicts: c.conflicts,
                 file_conflict: c.file_conflict,
                 runs_by_itself: c.runs_by_itself,
-                conflict_with,
+                conflict_with: c.conflict_with,
                 overlaps: Vec::new(),
             })
         })
@@ -173,14 +171,14 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
     }
     let (overlay, change) = find_hunk(project, id, path, hunk)?;
     if in_conflict(&change, hunk) && !force {
-        return Err(Error::HunkConflict { id: id.to_string(), path: path.to_string(), line: hunk.old_start + 1 });
+        return Err(Error::HunkConflict { id: id.to_string(), path: path.to_string(), line: hunk.old_start + 1, with: super::landed::describe(&change.conflict_with) });
     }
     super::accept::refuse_unsafe_path(project, path)?;
     check_writable(project, path)?;
-    // Not under a writer that holds the file open (see accept).
-    if !force {
-        super::prepare::refuse_held(project, &[path.to_string()], "hunk accept", ", or take it with --force (`:CairnAcceptHunk!`)")?;
-    }
+    // Not under a writer that holds the file open (see accept); the lease that looked stays
+    // on the file until it is replaced, for a writer that opens it meanwhile.
+    let tail = ", or take it with --force (`:CairnAcceptHunk!`)";
+    let leases = if force { crate::store::held::Leases::default() } else { super::prepare::refuse_held(project, &[path.to_string()], "hunk accept", tail)? };
     let updated = accept_hunk_bytes(bytes(&change.old), bytes(&change.new), hunk).ok_or_else(|| Error::Hunk(format!("hunk does not apply to {path}")))?;
     let mode = change.old_mode.or(change.new_mode).unwrap_or(0o644) & 0o777;
     let entry = JournalEntry {
@@ -194,8 +192,21 @@ pub fn accept_hunk(project: &Project, id: &str, path: &str, hunk: &Hunk, force: 
     // this very hunk (numbers shift once it is in the file).
     let pending = Pending { path: path.to_string(), updated: hash_bytes(&updated).to_vec(), mode, agent_new: hash_bytes(bytes(&change.new)).to_vec(), hunk: Some(hunk.clone()) };
     overlay.kv_set(PENDING, &serde_json::to_string(&pending)?)?;
-    project.bin()?.journal_hunk(id, &entry)?;
-    atomic::write_atomic(&project.root, path, &updated, mode)?;
+    let mut bin = project.bin()?;
+    let before = bin.journal_rows(id)?.into_iter().find(|j| j.path == path).map(|j| j.new);
+    bin.journal_hunk(id, &entry)?;
+    // In place only over the file as it was read (a save meanwhile stays), and not under a
+    // process that opened it for writing meanwhile.
+    let over = atomic::prepare(&project.root, path, &updated, mode)?.commit_over(change.seen.as_ref(), leases.get(path))?;
+    drop(leases);
+    if over != atomic::Over::Placed {
+        overlay.kv_delete(PENDING)?;
+        bin.unjournal_hunk(id, path, before)?;
+        return Err(match over {
+            atomic::Over::Held => super::prepare::opened_meanwhile(path, "hunk accept", tail),
+            _ => Error::StaleBase { id: id.to_string(), paths: vec![path.to_string()] },
+        });
+    }
     landed(project, id, overlay, &pending, &updated, bytes(&change.new))
 }
 

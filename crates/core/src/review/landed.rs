@@ -35,3 +35,12 @@ pub fn authors(bin: &Bin, id: &str, path: &str, base: Option<Hash>, now: Option<
     who.push(YOUR_EDIT.to_string());
     Ok(who)
 }
+
+/// How messages name the authors [`authors`] found: `agent 3f2a9c`, `your edit`, joined.
+pub fn describe(who: &[String]) -> String {
+    if who.is_empty() {
+        return YOUR_EDIT.to_string();
+    }
+    let named: Vec<String> = who.iter().map(|w| if w == YOUR_EDIT { w.clone() } else { format!("agent {w}") }).collect();
+    named.join(" and ")
+}

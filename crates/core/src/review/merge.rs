@@ -123,16 +123,87 @@ fn push_current<'a>(pieces: &mut Vec<Piece<'a>>, lines: Vec<&'a [u8]>) {
     }
 }
 
-/// The merged bytes, with the agent's side wherever the two conflict.
+/// The merged bytes with the agent's side taken only inside its own hunks: in a conflict,
+/// each of the agent's edits replaces what the project now has at its lines, and every other
+/// line stays as it is now (what `--force`, a forced hunk accept and a resolution's proposed
+/// side land). Nothing of another change that merely sits next to the agent's is reverted.
 pub fn agent_side(pieces: &[Piece<'_>]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in pieces {
-        let lines = match p {
-            Piece::Current(l) => l,
-            Piece::Agent { agent, .. } | Piece::Conflict { agent, .. } => agent,
-        };
-        lines.iter().for_each(|l| out.extend_from_slice(l));
+        match p {
+            Piece::Current(l) | Piece::Agent { agent: l, .. } => l.iter().for_each(|l| out.extend_from_slice(l)),
+            Piece::Conflict { base, current, agent } => forced(base, current, agent).iter().for_each(|l| out.extend_from_slice(l)),
+        }
     }
+    out
+}
+
+/// Where a base position lands in the current side, for one end of an agent's edit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The first line an edit replaces: after the user's insertions at that point.
+    Start,
+    /// Just past the last line it replaces: before the user's insertions there.
+    Stop,
+    /// Where an edit that replaces nothing inserts: after the user's lines at that point.
+    Insert,
+}
+
+/// Base position `p` mapped into the current side through the user's edits `ec`. Inside a
+/// user's edit of as many lines as it replaced, line by line; inside one that changed the
+/// count, its edge (the agent's edit then takes that whole edit's lines: the journal keeps
+/// them for undo).
+fn map_pos(ec: &[Edit], p: usize, end: End) -> usize {
+    let mut at = p;
+    for c in ec {
+        let (bs, be) = (c.base.start, c.base.end);
+        if bs < p && p < be {
+            return if be - bs == c.other.len() {
+                c.other.start + (p - bs)
+            } else if end == End::Start {
+                c.other.start
+            } else {
+                c.other.end
+            };
+        }
+        let before = be < p || (be == p && (bs < p || end != End::Stop));
+        if !before {
+            break;
+        }
+        at = c.other.end + (p - be);
+    }
+    at
+}
+
+/// One conflict region with the agent's edits laid over the current lines.
+fn forced<'a>(base: &[&'a [u8]], current: &[&'a [u8]], agent: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    let (ec, ea) = (edits(base, current), edits(base, agent));
+    let mut laid: Vec<(Range<usize>, Vec<&'a [u8]>)> = Vec::new();
+    for e in &ea {
+        let range = if e.base.is_empty() {
+            let at = map_pos(&ec, e.base.start, End::Insert);
+            at..at
+        } else {
+            map_pos(&ec, e.base.start, End::Start)..map_pos(&ec, e.base.end, End::Stop)
+        };
+        let lines = agent[e.other.clone()].to_vec();
+        match laid.last_mut() {
+            // Two edits inside one user's edit that changed the line count meet at its edges.
+            Some((prev, prev_lines)) if range.start < prev.end => {
+                prev.end = prev.end.max(range.end);
+                prev_lines.extend(lines);
+            }
+            _ => laid.push((range, lines)),
+        }
+    }
+    let mut out = Vec::with_capacity(current.len());
+    let mut pos = 0;
+    for (range, lines) in laid {
+        out.extend_from_slice(&current[pos..range.start.max(pos)]);
+        out.extend(lines);
+        pos = pos.max(range.end);
+    }
+    out.extend_from_slice(&current[pos.min(current.len())..]);
     out
 }
 
@@ -220,16 +291,22 @@ mod tests {
             ("a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\ng\n", "a\nB\nc\nd\ne\nf\ng\n", 0),
             // overlapping: conflict, agent side in the merged text
             ("a\nX\nc\nd\ne\nf\ng\n", "a\nY\nc\nd\ne\nf\ng\n", "a\nY\nc\nd\ne\nf\ng\n", 1),
-            // adjacent lines conflict
-            ("a\nB\nc\nd\ne\nf\ng\n", "a\nb\nC\nd\ne\nf\ng\n", "a\nb\nC\nd\ne\nf\ng\n", 1),
+            // adjacent lines conflict; forced, each keeps its own line
+            ("a\nB\nc\nd\ne\nf\ng\n", "a\nb\nC\nd\ne\nf\ng\n", "a\nB\nC\nd\ne\nf\ng\n", 1),
             // insertions in different places
             ("top\na\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nd\ne\nf\ng\nend\n", "top\na\nb\nc\nd\ne\nf\ng\nend\n", 0),
             // user deletes a line far away, agent edits
             ("a\nb\nc\nd\ne\ng\n", "A\nb\nc\nd\ne\nf\ng\n", "A\nb\nc\nd\ne\ng\n", 0),
             // agent deletes everything, user untouched
             (base, "", "", 0),
-            // both insert at the same point differently: conflict
-            ("a\nb\nc\nX\nd\ne\nf\ng\n", "a\nb\nc\nY\nd\ne\nf\ng\n", "a\nb\nc\nY\nd\ne\nf\ng\n", 1),
+            // the user rewrites b-d line for line, the agent changes c: forced, only c is the agent's
+            ("a\nB1\nC1\nD1\ne\nf\ng\n", "a\nb\nC2\nd\ne\nf\ng\n", "a\nB1\nC2\nD1\ne\nf\ng\n", 1),
+            // the user folds b-d into one line, the agent changes c: that line is the agent's
+            ("a\nBCD\ne\nf\ng\n", "a\nb\nC2\nd\ne\nf\ng\n", "a\nC2\ne\nf\ng\n", 1),
+            // the agent inserts next to a line the user changed: both stay
+            ("a\nB\nc\nd\ne\nf\ng\n", "a\nb\nnew\nc\nd\ne\nf\ng\n", "a\nB\nnew\nc\nd\ne\nf\ng\n", 1),
+            // both insert at the same point differently: conflict; forced, the user's first
+            ("a\nb\nc\nX\nd\ne\nf\ng\n", "a\nb\nc\nY\nd\ne\nf\ng\n", "a\nb\nc\nX\nY\nd\ne\nf\ng\n", 1),
         ];
         for (i, (current, agent, merged, n)) in rows.iter().enumerate() {
             assert_eq!(run(base, current, agent), (merged.to_string(), *n), "row {i}");
@@ -252,6 +329,6 @@ mod tests {
         assert_eq!(run(base, "a\r\nb\r\nc\r\nd\r\nE", "A\r\nb\r\nc\r\nd\r\ne"), ("A\r\nb\r\nc\r\nd\r\nE".into(), 0));
         assert_eq!(run("x\ry\nz\n", "x\ry\nz\n", "x\ry\nZ\n"), ("x\ry\nZ\n".into(), 0));
         assert_eq!(run("", "", "new\n"), ("new\n".into(), 0));
-        assert_eq!(run("", "mine\n", "theirs\n"), ("theirs\n".into(), 1));
+        assert_eq!(run("", "mine\n", "theirs\n"), ("mine\ntheirs\n".into(), 1));
     }
 }

@@ -104,7 +104,9 @@ pub(super) enum Seen {
 /// a status that moved since its check (an editor saving meanwhile) stops the accept before
 /// anything changes in place. Each step comes with the stamp its path had then, which its
 /// rename checks once more ([`atomic::Prepared::commit_over`]). Each path is checked while the writing ahead finishes.
-pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync, force: bool) -> Result<Vec<(Step, Option<fsx::Stamp>)>> {
+/// Unless forced, no path is held open for writing elsewhere, and the read leases that
+/// looked stay on the old files until the renames are done ([`crate::store::held::Leases`]).
+pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry], work: Vec<Work>, ahead: Ahead, sync: JournalSync, force: bool) -> Result<(Vec<(Step, Option<fsx::Stamp>)>, crate::store::held::Leases)> {
     let work: Vec<(&JournalEntry, Work)> = journal.iter().zip(work).collect();
     let threads = crate::par::io_threads(work.len());
     // A checked path keeps its directory's descriptor until its file is prepared, so only a
@@ -160,18 +162,33 @@ pub(super) fn prepare_all(project: &Project, id: &str, journal: &[JournalEntry],
     }
     // A path held open for writing elsewhere would take its writer's later writes with it:
     // unless forced, that refuses the accept too.
-    if !force {
-        refuse_held(project, &existing.into_iter().flatten().collect::<Vec<_>>(), "accept", &format!(", or `cairn accept {id} --force` to replace it anyway"))?;
-    }
-    Ok(looks.into_iter().map(|(_, step_seen)| step_seen).collect())
+    let leases = if force {
+        crate::store::held::Leases::default()
+    } else {
+        refuse_held(project, &existing.into_iter().flatten().collect::<Vec<_>>(), "accept", &force_tail(id))?
+    };
+    Ok((looks.into_iter().map(|(_, step_seen)| step_seen).collect(), leases))
+}
+
+/// How a refusal for a held file ends, for agent `id`'s accept.
+pub(super) fn force_tail(id: &str) -> String {
+    format!(", or `cairn accept {id} --force` to replace it anyway")
 }
 
 /// Refuses `what` (accept, undo, hunk accept) when one of `paths` is held open for writing
 /// elsewhere ([`crate::store::held`]), naming it and who holds it; `tail` ends the message.
-pub(super) fn refuse_held(project: &Project, paths: &[String], what: &str, tail: &str) -> Result<()> {
-    let Some((path, who)) = crate::store::held::held(&project.root, paths)?.into_iter().next() else { return Ok(()) };
+/// Returns the read leases taken on the others, for the caller to keep through its renames.
+pub(super) fn refuse_held(project: &Project, paths: &[String], what: &str, tail: &str) -> Result<crate::store::held::Leases> {
+    let (held, leases) = crate::store::held::held_leased(&project.root, paths)?;
+    let Some((path, who)) = held.into_iter().next() else { return Ok(leases) };
     let who = if who.is_empty() { "another process".to_string() } else { who.join(", ") };
     Err(Error::Busy(format!("{what} refused, nothing changed: {path} is open for writing by {who}; what it writes after the {what} would go to the replaced file and be lost. Close it (or stop the process) and {what} again{tail}")))
+}
+
+/// The refusal when a process opened `path` for writing while `what` was putting files in
+/// place: that file is back for it and what went in place before it was rolled back.
+pub(super) fn opened_meanwhile(path: &str, what: &str, tail: &str) -> Error {
+    Error::Busy(format!("{what} refused, nothing changed: a process opened {path} for writing during the {what}; it keeps the file it opened (replacing it would lose what it writes). Close it (or stop the process) and {what} again{tail}"))
 }
 
 /// What one journal entry needs once every file is prepared.

@@ -38,7 +38,7 @@ pub fn three_way(project: &Project, id: &str, path: &str) -> Result<ThreeWay> {
     }
     let overlay = project.existing_overlay(id)?.ok_or_else(|| Error::NoProposal(id.to_string()))?;
     let base = if change.base.is_some() { overlay.base_content(path)? } else { None };
-    let conflict_with = if change.conflicted() { super::landed::authors(&project.bin()?, id, path, change.base, change.old_hash)? } else { Vec::new() };
+    let conflict_with = change.conflict_with.clone();
     let conflicts = change.conflicts.iter().map(|&(s, e)| (s + 1, e.max(s + 1))).collect();
     Ok(ThreeWay { id: id.to_string(), path: path.to_string(), base: text(base), landed: text(change.old), proposed: text(change.new), conflict_with, conflicts })
 }

@@ -38,10 +38,10 @@ pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
             continue;
         }
         let over = match (&j.old, &j.old_content) {
-            (Some((_, mode)), Some(content)) => atomic::prepare(&project.root, &j.path, content, *mode)?.commit_over(seen.as_ref())?,
-            _ => remove_new_file_over(project, &j.path, seen.as_ref())?,
+            (Some((_, mode)), Some(content)) => atomic::prepare(&project.root, &j.path, content, *mode)?.commit_over(seen.as_ref(), None)?,
+            _ => remove_new_file_over(project, &j.path, seen.as_ref(), None)?,
         };
-        if over == atomic::Over::Moved {
+        if over != atomic::Over::Placed {
             kept.push(j.path.clone());
         }
     }
@@ -57,8 +57,8 @@ pub(super) fn roll_back(project: &Project, id: &str) -> Result<()> {
 /// Removes a file an accept created, only if it is what was seen there
 /// ([`atomic::remove_over`]), and the directories it made for it (only empty ones: an rmdir
 /// never removes anything else). Undo and a rollback share it.
-pub(crate) fn remove_new_file_over(project: &Project, rel: &str, seen: Option<&fsx::Stamp>) -> Result<atomic::Over> {
-    let over = atomic::remove_over(&project.root, rel, seen)?;
+pub(crate) fn remove_new_file_over(project: &Project, rel: &str, seen: Option<&fsx::Stamp>, lease: Option<&crate::store::held::Lease>) -> Result<atomic::Over> {
+    let over = atomic::remove_over(&project.root, rel, seen, lease)?;
     if over == atomic::Over::Placed {
         prune_empty_dirs(project, rel);
     }

@@ -15,14 +15,27 @@ use std::path::Path;
 /// The paths of `rels` (project-relative) held open for writing, each with who holds it
 /// (`pid N (name)`, as far as `/proc` shows; empty when it does not).
 pub fn held(root: &Path, rels: &[String]) -> Result<Vec<(String, Vec<String>)>> {
+    held_leased(root, rels).map(|(held, _)| held)
+}
+
+/// [`held`], and the read leases it took on the free ones, kept: whoever opens one of those
+/// files for writing from now on waits on the lease (the kernel's lease break) until it is
+/// dropped, and [`Lease::breaking`] says so. Accept and undo keep them from the last look
+/// through each path's rename, so a writer that comes in between is seen and the old file put
+/// back for it, instead of its later writes going to a replaced file (as many leases as the
+/// descriptor limit allows; the rest are looked at only).
+pub fn held_leased(root: &Path, rels: &[String]) -> Result<(Vec<(String, Vec<String>)>, Leases)> {
+    let room = descriptors_for_leases();
     let leases = crate::par::map(rels, crate::par::io_threads(rels.len()), "held files", |rel| lease(root, rel))?;
     let mut held = Vec::new();
     let mut unknown = Vec::new();
+    let mut kept = Leases::default();
     for (rel, l) in rels.iter().zip(leases) {
         match l? {
-            Lease::Free => {}
-            Lease::Held => held.push(rel.clone()),
-            Lease::Unknown => unknown.push(rel.clone()),
+            (LeaseState::Free, Some(file)) if kept.0.len() < room => kept.0.push((rel.clone(), Lease(file))),
+            (LeaseState::Free, _) => {}
+            (LeaseState::Held, _) => held.push(rel.clone()),
+            (LeaseState::Unknown, _) => unknown.push(rel.clone()),
         }
     }
     let mut named = writers(root, &held.iter().chain(&unknown).cloned().collect::<Vec<_>>());
@@ -32,28 +45,67 @@ pub fn held(root: &Path, rels: &[String]) -> Result<Vec<(String, Vec<String>)>> 
             named.push((rel, Vec::new()));
         }
     }
-    Ok(named)
+    Ok((named, kept))
 }
 
-enum Lease {
+/// The read leases [`held_leased`] keeps, by path; dropped, they are released.
+#[derive(Default)]
+pub struct Leases(Vec<(String, Lease)>);
+
+impl Leases {
+    /// The lease on `rel`, if one is kept.
+    pub fn get(&self, rel: &str) -> Option<&Lease> {
+        self.0.iter().find(|(p, _)| p == rel).map(|(_, l)| l)
+    }
+}
+
+/// A read lease on a file, kept on its descriptor.
+pub struct Lease(std::fs::File);
+
+impl Lease {
+    /// Is someone opening the leased file for writing (or truncating it) right now: the
+    /// lease is being broken, and their open waits until it is released. The file they get
+    /// is the one leased, wherever it is by then.
+    #[allow(unsafe_code)]
+    pub fn breaking(&self) -> bool {
+        // SAFETY: fcntl on our own descriptor. During a break, F_GETLEASE answers the type the
+        // lease is being broken to (F_UNLCK for a read lease).
+        unsafe { libc::fcntl(self.0.as_raw_fd(), libc::F_GETLEASE) != libc::F_RDLCK }
+    }
+}
+
+/// How many leases one process may keep at once: its soft descriptor limit raised to the
+/// hard one (at most 65,536), less room for everything else it opens.
+fn descriptors_for_leases() -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    let want = lim.maximum.unwrap_or(65_536).min(65_536);
+    if lim.current.is_some_and(|cur| cur < want) {
+        lim.current = Some(want);
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+    (getrlimit(Resource::Nofile).current.unwrap_or(1024) as usize).saturating_sub(512)
+}
+
+enum LeaseState {
     Free,
     Held,
     Unknown,
 }
 
-/// What a read lease on `rel` says. A lease break in the instant it is held (someone opening
-/// the file for writing) signals SIGURG, ignored by default, not SIGIO, which would end this
-/// process; closing the file releases the lease.
+/// What a read lease on `rel` says, and the file holding it when one was taken. A lease break
+/// while it is held (someone opening the file for writing) signals SIGURG, ignored by
+/// default, not SIGIO, which would end this process; closing the file releases the lease.
 #[allow(unsafe_code)]
-fn lease(root: &Path, rel: &str) -> Result<Lease> {
+fn lease(root: &Path, rel: &str) -> Result<(LeaseState, Option<std::fs::File>)> {
     // `F_SETSIG` (Linux, <fcntl.h>): the signal a lease break sends.
     const F_SETSIG: libc::c_int = 10;
     let file = match open_regular_in(root, rel, None) {
         Ok(Some((file, _))) => file,
-        Ok(None) => return Ok(Lease::Free),
+        Ok(None) => return Ok((LeaseState::Free, None)),
         // A lease someone else holds for writing (a file server's): the open would wait for
         // it to break; with O_NONBLOCK it says so at once.
-        Err(crate::Error::Io { source, .. }) if source.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(Lease::Held),
+        Err(crate::Error::Io { source, .. }) if source.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok((LeaseState::Held, None)),
         Err(e) => return Err(e),
     };
     let fd = file.as_raw_fd();
@@ -63,9 +115,9 @@ fn lease(root: &Path, rel: &str) -> Result<Lease> {
         libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK)
     };
     Ok(match (taken, std::io::Error::last_os_error().raw_os_error()) {
-        (0.., _) => Lease::Free,
-        (_, Some(libc::EAGAIN) | Some(libc::EBUSY)) => Lease::Held,
-        _ => Lease::Unknown,
+        (0.., _) => (LeaseState::Free, Some(file)),
+        (_, Some(libc::EAGAIN) | Some(libc::EBUSY)) => (LeaseState::Held, None),
+        _ => (LeaseState::Unknown, None),
     })
 }
 

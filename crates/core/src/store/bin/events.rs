@@ -82,6 +82,13 @@ impl Bin {
         Ok(())
     }
 
+    /// Forgets the hunks a reject of `id` at `since_ms` remembered as rejected (an undone
+    /// reject): the decisions made before it stay.
+    pub fn forget_rejected_since(&self, id: &str, since_ms: i64) -> Result<()> {
+        self.conn.execute("DELETE FROM hunk_decisions WHERE agent_id = ?1 AND NOT accepted AND ts_ms >= ?2", params![id, since_ms])?;
+        Ok(())
+    }
+
     /// The hunks of `id` rejected so far: path and hunk (JSON).
     pub fn rejected_hunks(&self, id: &str) -> Result<Vec<(String, String)>> {
         let mut st = self.conn.prepare_cached("SELECT path, hunk FROM hunk_decisions WHERE agent_id = ?1 AND NOT accepted AND hunk IS NOT NULL")?;

@@ -176,6 +176,19 @@ impl Bin {
         result
     }
 
+    /// Takes back a [`Bin::journal_hunk`] whose write did not happen: the path's entry goes
+    /// back to `before` (its new version then), or goes when there was none.
+    pub fn unjournal_hunk(&mut self, id: &str, path: &str, before: Option<Option<(Hash, u32)>>) -> Result<()> {
+        match before {
+            None => self.conn.execute("DELETE FROM journal WHERE agent_id = ?1 AND path = ?2", params![id, path])?,
+            Some(new) => self.conn.execute(
+                "UPDATE journal SET new_hash = ?3, new_mode = ?4 WHERE agent_id = ?1 AND path = ?2",
+                params![id, path, new.map(|n| n.0.to_vec()), new.map(|n| n.1)],
+            )?,
+        };
+        Ok(())
+    }
+
     /// An agent other than `id` whose accept was interrupted (its journal pending), if any.
     pub fn other_accept_pending(&self, id: &str) -> Result<Option<String>> {
         Ok(self.conn.query_row("SELECT id FROM agents WHERE accept_pending != 0 AND id != ?1 LIMIT 1", [id], |r| r.get(0)).optional()?)
