@@ -132,10 +132,10 @@ pub enum Cmd {
     /// Run an agent CLI (or any command) in a confined copy-on-write view of the project; what
     /// it writes becomes a proposal, reviewed like any agent's.
     ///
-    /// The command sees the project (its writes land in the proposal), the system directories
-    /// and its own installation read-only, a home with only `[wrap] home` and its own state,
-    /// and a private, empty /tmp and /var/tmp: the host's /tmp and /var/tmp (and /var, /run,
-    /// /srv, /mnt, other homes, $CAIRN_HOME) are hidden from it. See `:help cairn-wrap`.
+    /// The command sees the project (its writes land in the proposal), the system and what it
+    /// runs (through env, nice, timeout, npx, ...: else refused) read-only, a home with only
+    /// `[wrap] home` and its own state, a private, empty /tmp and /var/tmp (the host's, /var, /run,
+    /// /srv, /mnt, other homes, $CAIRN_HOME hidden). See `:help cairn-wrap`, `cairn-wrap-programs`.
     #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
     Wrap {
         #[command(subcommand)]

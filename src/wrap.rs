@@ -22,6 +22,10 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     use std::os::fd::AsFd;
     let streams = cairn_core::runbox::pty::Streams { stdin: dup(std::io::stdin().as_fd())?, stdout: dup(std::io::stdout().as_fd())?, stderr: dup(std::io::stderr().as_fd())? };
     let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)) };
+    // What the view cannot show is refused before anything starts.
+    for note in cairn_core::wrap::check(project, &opts)? {
+        let _ = writeln!(std::io::stderr(), "cairn: note: {}", cairn_core::display::escape(&note));
+    }
     let id = cairn_core::wrap::begin(project, &opts)?;
     // A resumed session without a command runs the one it was started with.
     let argv = if opts.argv.is_empty() { cairn_core::wrap::recorded(project, &id)? } else { opts.argv.clone() };
@@ -35,6 +39,12 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
         let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; nothing proposed", done.exit);
     } else {
         let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", done.exit, done.changed);
+    }
+    if done.exit == cairn_core::runbox::Exit::Code(127) {
+        let _ = writeln!(
+            err,
+            "cairn: wrap session {id}: 127 is \"command not found\": a program it runs may not be in the wrapped view, which shows the system directories, the project, [wrap] home, [wrap] read_paths and the installations of the programs the command line names (through env, nice, timeout, npx, uv run, ...); add the program's directory to [wrap] read_paths (see :help cairn-wrap-programs)"
+        );
     }
     if !done.denied.is_empty() {
         let hosts = done.denied.iter().map(|h| cairn_core::display::escape(h)).collect::<Vec<_>>().join(", ");

@@ -56,4 +56,5 @@ mod tasks;
 mod watcher;
 mod wrap;
 mod wrap_boundary;
+mod wrap_programs;
 mod wrap_tty;

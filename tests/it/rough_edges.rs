@@ -70,14 +70,17 @@ fn a_signal_to_the_mcp_server_finishes_its_implicit_session() {
 }
 
 /// A wrapped command that changes nothing (or cannot start) leaves no empty proposal to be
-/// the default target of an accept: the session ends "finished (nothing proposed)".
+/// the default target of an accept: the session ends "finished (nothing proposed)"; a
+/// command that is nowhere is refused before any session starts.
 #[test]
 fn a_wrap_session_that_changes_nothing_proposes_nothing() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
-    for cmd in [vec!["true"], vec!["no-such-agent-cli"]] {
+    for cmd in [vec!["true"], vec!["sh", "-c", "true; no-such-agent-cli"]] {
         let out = f.cairn(&[&["wrap", "--"][..], &cmd[..]].concat());
         assert!(out.stderr.contains("nothing proposed"), "{}", out.stderr);
     }
+    let refused = f.cairn(&["wrap", "--", "no-such-agent-cli"]);
+    assert!(refused.code == 1 && refused.stderr.contains("no-such-agent-cli is not found on PATH"), "{refused:?}");
     assert_eq!(f.cairn(&["list-agents", "--json"]).ok().json(), serde_json::json!([]), "no active proposal");
     let all = f.cairn(&["list-agents", "--all", "--json"]).ok().json();
     assert_eq!(all.as_array().unwrap().len(), 2, "{all}");

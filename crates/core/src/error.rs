@@ -97,6 +97,11 @@ pub enum Error {
     /// The sandbox child could not be started or talked to.
     #[error("sandbox: {0}")]
     Sandbox(String),
+    /// `cairn wrap`: a program, script or directory the command line names would not be in
+    /// the wrapped view (missing, hidden, or outside what it shows); nothing was started.
+    /// `fix` names the setting that would show it.
+    #[error("cairn wrap: {what} {path} {why}")]
+    NotVisible { what: String, path: String, why: String, fix: String },
     /// The pre-flight check of a script failed.
     #[error("check failed:\n{0}")]
     Check(String),
@@ -180,6 +185,7 @@ impl Error {
             Error::RateLimited { .. } => "rate_limited",
             Error::Signal { .. } => "signal",
             Error::Sandbox(_) => "sandbox",
+            Error::NotVisible { .. } => "not_visible",
             Error::Check(_) => "check",
             Error::Io { .. } => "io",
             Error::Db(_) => "db",
@@ -215,6 +221,7 @@ impl Error {
             Error::UnknownTask(_) => "`cairn task list` shows every task".into(),
             Error::TaskRefused { task, .. } => format!("`cairn task show {task}` shows its deps, checks and status"),
             Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
+            Error::NotVisible { fix, .. } => fix.clone(),
             Error::NoProposal(id) => format!("`cairn status {id}` shows where the agent is"),
             Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
             Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
@@ -277,6 +284,7 @@ mod tests {
             Error::RateLimited { .. } => (1, "rate_limited"),
             Error::Signal { .. } => (1, "signal"),
             Error::Sandbox(_) => (1, "sandbox"),
+            Error::NotVisible { .. } => (1, "not_visible"),
             Error::Check(_) => (1, "check"),
             Error::Io { .. } => (1, "io"),
             Error::Db(_) => (1, "db"),
@@ -319,6 +327,7 @@ mod tests {
             Error::RateLimited { url: s(), retry_after_secs: Some(1), message: s() },
             Error::Signal { name: s(), message: s() },
             Error::Sandbox(s()),
+            Error::NotVisible { what: s(), path: s(), why: s(), fix: s() },
             Error::Check(s()),
             Error::io("/p", std::io::Error::other("x")),
             Error::Db(rusqlite::Error::InvalidQuery),

@@ -12,11 +12,13 @@
 
 mod capture;
 mod cgroup;
+pub mod chain;
 mod command;
 pub mod dial;
 pub mod enter;
 mod home;
 mod ids;
+mod install;
 mod launch;
 mod mounts;
 pub mod net;
@@ -35,6 +37,7 @@ pub mod wrap;
 
 pub use capture::{scan, Limits, Written, MAX_DEPTH};
 pub use home::{entry_path, plan as home_plan, Plan as HomePlan};
+pub(crate) use install::which;
 pub use launch::settle;
 pub use stage::remove_tree;
 pub use report::probe;

@@ -163,18 +163,13 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
     hidden_dirs.extend(dirs);
     let mut hidden_files: Vec<PathBuf> = super::HIDDEN_FILES.iter().map(PathBuf::from).collect();
     hidden_files.extend(files);
-    // The command's own installation, and what the user listed.
+    // What the command line runs, and what the user listed.
     let (workspace_masks, cwd) = super::workspace_paths(project, req.cwd)?;
-    let path = req.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
-    let at = Where { home: &req.home, cwd: &cwd, project: &project.root, path, hide: &req.hide };
-    let mut read_paths = installation(req.argv.first().map_or("", String::as_str), &at);
-    // `sh -c 'claude --flag'` (how :CairnWrap starts a command line): the program the script
-    // starts is readable too.
-    let script = script_program(&req.argv).map(|p| installation(&p, &at)).unwrap_or_default();
-    // Each path once: one listed in `[wrap] read_paths` may be the installation too.
-    for p in script.into_iter().chain(req.read_paths.iter().cloned()) {
-        if !read_paths.contains(&p) {
-            read_paths.push(p);
+    let mut read_paths = resolve(project, req, &cwd, &workspace_masks)?.read_paths;
+    // Each path once: one listed in `[wrap] read_paths` may be an installation too.
+    for p in &req.read_paths {
+        if !read_paths.contains(p) {
+            read_paths.push(p.clone());
         }
     }
     let read_only = [".git", ".jj", ".cairn.toml"].iter().map(|p| project.root.join(p)).collect();
@@ -201,185 +196,33 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
     })
 }
 
-/// The directories a program needs besides the system's: where `name` (looked up on `PATH`)
-/// really lives, and, for a script, where its interpreter does (`#!/usr/bin/env node` →
-/// node's). Each is the installation's root: the directory above a `bin/`, or an npm
-/// package's directory; nothing under the system directories (already visible).
-fn installation(name: &str, at: &Where) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    let mut todo: Vec<PathBuf> = program(name, at).into_iter().collect();
-    while let Some(found) = todo.pop() {
-        // The link itself may sit in another installation's `bin/` (npm's shims).
-        for p in [Some(found.clone()), std::fs::canonicalize(&found).ok()].into_iter().flatten() {
-            if let Some(root) = install_root(&p).map(|r| narrowed(r, &p, at)).filter(|r| shown(r, at)) {
-                if !out.contains(&root) {
-                    out.push(root);
-                }
-            }
-        }
-        if out.len() > 8 {
-            break;
-        }
-        // A script in the project is the agent's, its first line too: its interpreter counts
-        // only when it is a program the user runs anyway (on `PATH`).
-        let agents = std::fs::canonicalize(&found).is_ok_and(|c| c.starts_with(at.project)) || found.starts_with(at.project);
-        if let Some(p) = shebang(&found).and_then(|i| interpreter(i, agents, at)) {
-            if !out.iter().any(|o| p.starts_with(o)) || std::fs::canonicalize(&p).is_ok_and(|c| !out.iter().any(|o| c.starts_with(o))) {
-                todo.push(p);
-            }
-        }
-    }
-    out
+/// What starting `req` would refuse: a program, script or directory its command line names
+/// that the view would not show ([`Error::NotVisible`], before anything starts); else notes
+/// for the user (a package a runner would fetch from a host the session does not reach).
+pub fn check(project: &Project, req: &Request) -> Result<Vec<String>> {
+    let (masks, cwd) = super::workspace_paths(project, req.cwd)?;
+    Ok(resolve(project, req, &cwd, &masks)?.notes)
 }
 
-/// Where a command runs: what decides how much of its installation is shown.
-struct Where<'a> {
-    home: &'a Path,
-    cwd: &'a Path,
-    project: &'a Path,
-    /// The command's `PATH`.
-    path: &'a str,
-    /// `[wrap] hide`.
-    hide: &'a [PathBuf],
-}
-
-/// The program `name` runs: a name on `PATH`, or a path (relative to where it runs); an
-/// executable file either way.
-fn program(name: &str, at: &Where) -> Option<PathBuf> {
-    if name.contains('/') {
-        Some(at.cwd.join(name)).filter(|p| executable(p))
-    } else {
-        on_path(name, at)
-    }
-}
-
-fn on_path(name: &str, at: &Where) -> Option<PathBuf> {
-    which(name, &at.path, None)
-}
-
-/// The executable `PATH` (`search`) finds for command `name`, in its order. A relative entry
-/// (`.`, empty) is taken under `relative_in` when given, else skipped.
-pub(crate) fn which(name: &str, search: &str, relative_in: Option<&Path>) -> Option<PathBuf> {
-    search
-        .split(':')
-        .filter_map(|d| match (d.starts_with('/'), relative_in) {
-            (true, _) => Some(Path::new(d).join(name)),
-            (false, Some(base)) => Some(base.join(d).join(name)),
-            (false, None) => None,
-        })
-        .find(|p| executable(p))
-}
-
-fn executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// An interpreter a script's first line names: a program on `PATH` (`env NAME`), or an
-/// executable path; for the agent's script (`agents`), only a path into a `PATH` or system
-/// directory (a pipx tool's own venv is the user's; a project script's `#!` is not).
-fn interpreter(named: Interpreter, agents: bool, at: &Where) -> Option<PathBuf> {
-    match named {
-        Interpreter::Name(n) if !n.contains('/') => on_path(&n, at),
-        Interpreter::Name(_) => None,
-        Interpreter::Path(p) => {
-            let p = PathBuf::from(p);
-            let dir = p.parent().and_then(|d| std::fs::canonicalize(d).ok())?;
-            let listed = at.path.split(':').filter(|d| d.starts_with('/')).any(|d| std::fs::canonicalize(d).is_ok_and(|d| d == dir));
-            let system = super::SYSTEM.iter().any(|s| dir.starts_with(s));
-            (p.is_absolute() && (listed || system || !agents) && executable(&p)).then_some(p)
-        }
-    }
-}
-
-/// May installation root `root` be shown: not a system directory, nor what holds one
-/// (`/bin/sh`'s "installation" is `/`); not in the project (its view shows it); not where
-/// the host keeps sockets and devices; nothing hidden in it or around it.
-fn shown(root: &Path, at: &Where) -> bool {
-    let Ok(real) = std::fs::canonicalize(root) else { return false };
-    // (A link from elsewhere into a system directory is shown: its own path is not there.)
-    let system = super::SYSTEM.iter().any(|s| root.starts_with(s) || Path::new(s).starts_with(root) || Path::new(s).starts_with(&real));
-    let host = ["/run", "/var/run", "/proc", "/sys", "/dev"].iter().any(|h| real.starts_with(h));
-    let hidden = at.hide.iter().any(|h| real.starts_with(h) || h.starts_with(&real) || root.starts_with(h));
-    !system && !host && !hidden && !real.starts_with(at.project) && !root.starts_with(at.project)
+/// What `req`'s command line runs, found as the confined side will find it (see
+/// [`super::install`]).
+fn resolve(project: &Project, req: &Request, cwd: &Path, masks: &[PathBuf]) -> Result<super::install::Resolved> {
+    let path = req.env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
+    let secret: Vec<PathBuf> = super::hidden_dirs(project).into_iter().chain(super::HIDDEN_FILES.iter().map(PathBuf::from)).chain(masks.iter().cloned()).collect();
+    let hosts = match &req.network {
+        Network::Proxy { allow_hosts, .. } => Some(allow_hosts.as_slice()),
+        Network::Host => None,
+        Network::None | Network::Forward { .. } => Some(&[][..]),
+    };
+    let at = super::install::Where { home: &req.home, cwd, project: &project.root, path, hide: &req.hide, secret: &secret, home_hidden: &req.home_plan.hidden, read_paths: &req.read_paths, hosts };
+    super::install::resolve(req.argv, &at)
 }
 
 /// The shells whose `-c SCRIPT` a command line may be.
-pub const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "fish"];
+pub use super::chain::SHELLS;
 
 /// The script of a `SHELL -c SCRIPT` command line (how :CairnWrap starts a command line).
 pub fn shell_script(argv: &[String]) -> Option<&str> {
     let program = Path::new(argv.first()?).file_name()?.to_str()?;
     (argv.len() >= 3 && argv[1] == "-c" && SHELLS.contains(&program)).then(|| argv[2].as_str())
-}
-
-/// The program a shell's script starts first (`sh -c 'A=1 exec claude -p x'` → `claude`):
-/// its first word that is not an assignment or `exec`/`env`/`command`, unquoted. None when
-/// that word is an option (`env -S …` runs something else).
-pub fn script_program(argv: &[String]) -> Option<String> {
-    let word = shell_script(argv)?.split_whitespace().find(|w| !is_assignment(w) && !matches!(*w, "exec" | "env" | "command" | "nohup"))?;
-    let word = word.trim_matches(|c| c == '\'' || c == '"').trim_end_matches(';');
-    (!word.is_empty() && !word.starts_with('-')).then(|| word.to_string())
-}
-
-/// The installation a program file belongs to: its `node_modules`, else the parent of its
-/// `bin/`, else its directory.
-fn install_root(p: &Path) -> Option<PathBuf> {
-    let comps: Vec<_> = p.components().collect();
-    // The whole `node_modules`: a package's native binary lives in a sibling package
-    // (`@anthropic-ai/claude-code-linux-x64`, `@openai/codex-linux-x64`).
-    if let Some(i) = comps.iter().position(|c| c.as_os_str() == "node_modules") {
-        return Some(comps[..=i].iter().collect());
-    }
-    let dir = p.parent()?;
-    match dir.file_name() {
-        Some(n) if n == "bin" => dir.parent().map(Path::to_path_buf),
-        _ => Some(dir.to_path_buf()),
-    }
-}
-
-/// An installation root that would show the home, or a directory right under it that
-/// programs share (`~/.local`, `~/bin`, `~/.cargo`: keyrings, histories, credentials), or
-/// the project's real tree, or a top-level directory (`/tmp`, `/opt`: everyone's files), is
-/// narrowed to the program's own file. (A tool may live anywhere else, `/tmp/x/node_modules`
-/// included: what decides is that the user runs it, or that it is on `PATH`.)
-fn narrowed(root: PathBuf, program: &Path, at: &Where) -> PathBuf {
-    let home = at.home;
-    let broad = (home.as_os_str().len() > 1 && (home.starts_with(&root) || root.parent() == Some(home)))
-        || at.project.starts_with(&root)
-        || root.parent().is_none_or(|p| p == Path::new("/"));
-    if broad {
-        program.to_path_buf()
-    } else {
-        root
-    }
-}
-
-/// What a script's first line names as its interpreter.
-enum Interpreter {
-    /// `#!/usr/bin/env NAME`.
-    Name(String),
-    /// `#!/path/to/interpreter`.
-    Path(String),
-}
-
-/// The interpreter a script names on its first line: `env`'s program (none when `env` is
-/// given options: `-S`, `-u NAME` and the like change what runs), or the path.
-fn shebang(p: &Path) -> Option<Interpreter> {
-    let mut head = [0u8; 256];
-    let n = std::io::Read::read(&mut std::fs::File::open(p).ok()?, &mut head).ok()?;
-    let line = head[..n].strip_prefix(b"#!")?;
-    let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next()?).into_owned();
-    let mut words = line.split_whitespace();
-    let first = words.next()?;
-    if !first.ends_with("/env") {
-        return Some(Interpreter::Path(first.to_string()));
-    }
-    let word = words.find(|w| !is_assignment(w))?;
-    (!word.starts_with('-')).then(|| Interpreter::Name(word.to_string()))
-}
-
-/// `NAME=VALUE`, NAME a shell variable's name.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }

@@ -135,6 +135,12 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     Ok(Finished { agent: agent.to_string(), exit, changed, denied: ran.denied })
 }
 
+/// What `cairn wrap` refuses before starting `opts`, else notes (see [`runbox::wrap::check`]).
+pub fn check(project: &Project, opts: &Options) -> Result<Vec<String>> {
+    let Some(_) = opts.argv.first() else { return Ok(Vec::new()) };
+    runbox::wrap::check(project, &request(project, opts)?)
+}
+
 /// The boundary of a session: the network, the environment, the home and what else it reads.
 fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Request<'a>> {
     let w = &project.config.wrap;
@@ -146,14 +152,13 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
         "host" => runbox::wrap::Network::Host,
         other => return Err(Error::Usage(format!("--network takes proxy, none or host, not {other:?}"))),
     };
-    // The CLI's own layer, also when a shell's script is that one command (:CairnWrap's
-    // `sh -c 'claude --flags'`); a script of several commands keeps the shell's.
-    let one_command = runbox::wrap::shell_script(&opts.argv).is_some_and(|s| !s.contains(|c| matches!(c, ';' | '|' | '&' | '<' | '>' | '\n' | '`' | '$')));
-    let program = runbox::wrap::script_program(&opts.argv).filter(|_| one_command).unwrap_or_else(|| opts.argv[0].clone());
+    // The CLI's own layer: the program run through wrappers (`env A=1 claude`, `sh -c 'claude'`).
+    let program = runbox::chain::program(&opts.argv, &home);
     let layer = state::state_layer(project, &program);
     let hide = expand(&w.hide);
     let read_paths = expand(&w.read_paths);
-    let mut shown = w.home.clone();
+    // What the line's package runners need of the home (`uv run`: its Pythons and cache).
+    let mut shown: Vec<String> = w.home.iter().cloned().chain(runbox::chain::home_needs(&opts.argv, &home).into_iter().map(String::from)).collect();
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
     let search = project.env.get("PATH").unwrap_or("/usr/bin:/bin").to_string();
     let mut env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));

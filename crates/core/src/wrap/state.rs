@@ -32,7 +32,7 @@ pub(super) fn cli_of(program: &str, project: &Path, search: &str) -> String {
         path.is_absolute().then(|| path.to_path_buf())
     } else {
         // A relative entry of `PATH` (`.`, empty) is taken in the project.
-        crate::runbox::wrap::which(program, search, Some(project))
+        crate::runbox::which(program, search, Some(project))
     };
     let in_project = match found {
         Some(p) => p.starts_with(project) || std::fs::canonicalize(&p).is_ok_and(|c| c.starts_with(project)),
