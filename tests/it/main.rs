@@ -57,3 +57,4 @@ mod watcher;
 mod wrap;
 mod wrap_boundary;
 mod wrap_tty;
+mod side_doors;
