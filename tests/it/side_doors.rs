@@ -66,6 +66,31 @@ fn wrap_without_a_terminal_relays_no_class() {
     assert_held("wrap, stderr", &out.stderr, false);
 }
 
+#[test]
+fn wrap_without_a_terminal_relays_no_class_as_an_ordinary_user() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (root, home) = (dir.path().join("proj"), dir.path().join("home"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("payload.bin"), payload().0).unwrap();
+    if crate::runs::is_root() {
+        assert!(Command::new("chown").arg("-R").arg("65534:65534").arg(&root).arg(&home).status().unwrap().success());
+    }
+    let cairn = |args: &[&str]| {
+        let exe = exe();
+        let mut base = vec![exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), home.as_os_str()];
+        base.extend(args.iter().map(std::ffi::OsStr::new));
+        let mut c = crate::runs::as_ordinary_user(&base);
+        c.env("HOME", &home).env_remove("CAIRN_HOME").stdin(Stdio::null()).output().unwrap()
+    };
+    assert!(cairn(&["init"]).status.success());
+    let out = cairn(&["wrap", "--", "sh", "-c", "cat payload.bin; cat payload.bin >&2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_held("wrap as an ordinary user, stdout", &out.stdout, true);
+    assert_held("wrap as an ordinary user, stderr", &out.stderr, false);
+}
+
 /// The same through a real terminal: the pipe relay's output lands in a tmux pane with the
 /// clipboard on, which the bytes printed by the pane's own shell do set.
 #[test]
@@ -150,14 +175,15 @@ fn the_proxy_never_dials_the_hosts_own_address() {
     if let Some(ip) = own_routable_v4() {
         return proxy_refuses(ip);
     }
-    // No routable address here: one of a network namespace of this thread's own, with the
-    // proxy (cairn, started from this thread) in it.
+    // No routable address here: one on a veth of a network namespace of this thread's own,
+    // with the proxy (cairn, started from this thread) in it.
     assert!(crate::runs::is_root(), "no routable address on this machine, and only root can make one");
     std::thread::spawn(|| {
         // SAFETY: only this thread's network namespace changes; it makes no other thread's.
         #[allow(unsafe_code)]
         unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.unwrap();
-        for args in [&["link", "add", "cairn-own", "type", "dummy"][..], &["addr", "add", "198.51.100.7/32", "dev", "cairn-own"], &["link", "set", "cairn-own", "up"], &["link", "set", "lo", "up"]] {
+        let steps: [&[&str]; 5] = [&["link", "add", "cairn-own", "type", "veth", "peer", "name", "cairn-peer"], &["addr", "add", "198.51.100.7/24", "dev", "cairn-own"], &["link", "set", "cairn-own", "up"], &["link", "set", "cairn-peer", "up"], &["link", "set", "lo", "up"]];
+        for args in steps {
             assert!(Command::new("ip").args(args).status().unwrap().success(), "ip {args:?}");
         }
         proxy_refuses("198.51.100.7".parse().unwrap());
