@@ -12,9 +12,10 @@
 //! stdin as it is; stdout and stderr are relayed through pipes, whatever the user's are (a
 //! terminal, a pipe or a file, which another program shows later). Output reaches the user
 //! through [`super::term`]'s filter either way: its `Interactive` profile on the agent's own
-//! terminal, `Output` on pipes (no query passes: nothing but the user's shell would read
-//! the answer).
+//! terminal relayed to the user's, `Output` on pipes and where the user's stdout is no
+//! terminal (no query passes: nothing but the user's shell would read the answer).
 
+use super::term::{Filter, Profile};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::Stdio;
@@ -217,7 +218,9 @@ impl Terminal {
                 }
                 let Streams { stdin, stdout, .. } = user;
                 let seen = console.clone();
-                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout, &seen)));
+                // A TUI's queries only where a terminal answers them (not into a file).
+                let profile = if rustix::termios::isatty(&stdout) { Profile::Interactive } else { Profile::Output };
+                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout, profile, &seen)));
                 return Relay { console, stop, wake, threads, saved, tty };
             }
             Terminal::Pipes { out, err, user } => {
@@ -294,11 +297,11 @@ fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
     }
 }
 
-fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
+fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, profile: Profile, console: &Console) {
     let mut size = rustix::termios::tcgetwinsize(&tty).ok();
     let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut filter = super::term::Filter::new(super::term::Profile::Interactive);
+    let mut filter = Filter::new(profile);
     let mut clean = Vec::with_capacity(buf.len());
     loop {
         let ready = readable(&master, 100);
@@ -330,7 +333,7 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
 fn copy_pipe(r: OwnedFd, to: OwnedFd) {
     let (mut r, mut to) = (std::fs::File::from(r), std::fs::File::from(to));
     let mut buf = vec![0u8; 64 * 1024];
-    let mut filter = super::term::Filter::new(super::term::Profile::Output);
+    let mut filter = Filter::new(Profile::Output);
     let mut clean = Vec::with_capacity(buf.len());
     loop {
         clean.clear();
