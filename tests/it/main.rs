@@ -58,3 +58,4 @@ mod wrap;
 mod wrap_boundary;
 mod wrap_programs;
 mod wrap_tty;
+mod side_doors;

@@ -89,7 +89,7 @@ fn decided_changes(project: &Project, id: &str) -> Option<Vec<ChangeSummary>> {
         Kinded::Modified => ChangeKind::Modified,
         Kinded::Deleted => ChangeKind::Deleted,
     };
-    Some(kinds.into_iter().map(|(path, k)| ChangeSummary { runs_by_itself: crate::paths::runs_by_itself(&path), path, kind: kind(k) }).collect())
+    Some(kinds.into_iter().map(|(path, k)| ChangeSummary { runs_by_itself: crate::paths::runs_by_itself(&path, None, None), path, kind: kind(k) }).collect())
 }
 
 /// Builds the status of an agent record: `changes` always; `detailed` (one agent's own

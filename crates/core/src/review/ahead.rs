@@ -119,14 +119,18 @@ impl Drop for Ahead {
 
 fn write(root: &Path, items: &[Changed], journaled: &Gate) -> Written {
     let threads = crate::par::io_threads(items.len());
+    let umask = crate::store::mode::umask();
     let written = crate::par::chunks(items, threads, "accept (writing ahead)", |chunk| {
         let mut dirs = fsx::DirCache::new(root);
         let mut out = Vec::with_capacity(chunk.len());
         for c in chunk {
             let Change::Write { content, mode, .. } = &c.change else { continue };
             let Some(dfd) = dirs.get(crate::paths::parent(&c.path)).ok().flatten().and_then(|d| d.try_clone().ok()) else { continue };
-            if let Some(p) = write_one(root, &c.path, dfd, content, mode & 0o777) {
-                out.push((c.path.clone(), (hash_bytes(content), mode & 0o777, p)));
+            // The mode review will find it lands with (else accept writes it again).
+            let current = rustix::fs::statat(&dfd, crate::paths::file_name(&c.path), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok().filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile);
+            let mode = crate::store::mode::landing(*mode, current.map(|st| st.st_mode & 0o7777), umask);
+            if let Some(p) = write_one(root, &c.path, dfd, content, mode) {
+                out.push((c.path.clone(), (hash_bytes(content), mode, p)));
             }
         }
         // Synced, then named if the journal is on disk by then; the rest once it is. A file

@@ -151,10 +151,12 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
     })?;
     let mut out = Vec::new();
     let mut bin = None;
+    let umask = crate::store::mode::umask();
     for (c, current) in all.iter().zip(currents.into_iter().flatten()) {
         let Current { bytes: old, mode: old_mode, hash: old_hash, seen, journaled, agent_hash } = current?;
+        // The mode that lands (and that the diff shows): the proposal's executable bit.
         let (agent, new_mode) = match &c.change {
-            Change::Write { content, mode, .. } => (Some(content.clone()), Some(*mode)),
+            Change::Write { content, mode, .. } => (Some(content.clone()), Some(crate::store::mode::landing(*mode, old_mode, umask))),
             Change::Delete => (None, None),
         };
         let rebased = !(journaled || old_hash == c.base);
@@ -175,7 +177,7 @@ pub(crate) fn changes_from(project: &Project, overlay: &Overlay, rec: &AgentReco
         let binary = old.as_deref().is_some_and(is_binary) || new.as_deref().is_some_and(is_binary);
         let new_hash = if rebased { new.as_deref().map(hash_bytes) } else { agent_hash };
         let old_is_base = !journaled && !rebased && c.base_kept && old.is_some();
-        let runs_by_itself = crate::paths::runs_by_itself(&c.path);
+        let runs_by_itself = crate::paths::runs_by_itself(&c.path, old.as_deref(), new.as_deref());
         let conflict_with = if conflicts.is_empty() && file_conflict.is_none() {
             Vec::new()
         } else {

@@ -8,7 +8,8 @@
 //!
 //! The parent side is here: it stages the proposal as a lower layer (only its files are
 //! written: the project itself is the layer below), starts `cairn-confine` ([`enter`]),
-//! keeps the output's tail and reads back what the command wrote ([`capture`]).
+//! keeps the output's tail, filtered as all a confined command prints ([`term`]), and reads
+//! back what the command wrote ([`capture`]).
 
 mod capture;
 mod cgroup;
@@ -22,7 +23,7 @@ mod install;
 mod launch;
 mod mounts;
 pub mod net;
-mod osc;
+mod own;
 mod procfs;
 pub mod proxy;
 pub mod pty;
@@ -31,6 +32,7 @@ mod spec;
 mod stage;
 pub mod streamed;
 mod sys;
+pub mod term;
 mod unconfined;
 mod view;
 pub mod wrap;
@@ -245,20 +247,29 @@ fn start_and_wait(project: &Project, spec: &Spec, limit: Duration, keep: usize) 
     Ok((side, output, dropped))
 }
 
-/// Reads `r` to its end, keeping the last `keep` bytes.
+/// Reads `r` to its end, filtered ([`term`]: whoever shows it, a terminal acts on what it
+/// holds), keeping the last `keep` bytes.
 pub(super) fn tail(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
     let mut buf = std::collections::VecDeque::with_capacity(keep.min(1 << 20));
     let mut dropped = 0u64;
     let mut chunk = [0u8; 16 * 1024];
-    while let Ok(n) = r.read(&mut chunk) {
+    let (mut filter, mut clean) = (term::Filter::new(term::Profile::Output), Vec::with_capacity(chunk.len()));
+    loop {
+        clean.clear();
+        let n = r.read(&mut chunk).unwrap_or(0);
         if n == 0 {
-            break;
+            filter.end(&mut clean);
+        } else {
+            filter.pass(&chunk[..n], &mut clean);
         }
-        buf.extend(&chunk[..n]);
+        buf.extend(&clean);
         if buf.len() > keep {
             let over = buf.len() - keep;
             buf.drain(..over);
             dropped += over as u64;
+        }
+        if n == 0 {
+            break;
         }
     }
     (buf.into_iter().collect(), dropped)

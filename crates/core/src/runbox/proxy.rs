@@ -6,9 +6,11 @@
 //! A request, in order (the anchors' pitfalls, BOUNDARY.md §4): the host canonicalised
 //! (ASCII only, lowercase, one trailing dot dropped, IPv6 brackets off); matched against the
 //! allow-list (`host`, `host:port`, `*.suffix`; port 443 unless named); resolved here, in the
-//! parent; every loopback, private, link-local, CGNAT, unique-local, multicast and IPv4-mapped
-//! address dropped (a name that resolves only to those is refused: no DNS rebinding to the
-//! host); the resolved address dialled. `CONNECT` tunnels; an absolute-form request (plain
+//! parent; every loopback, private, link-local, CGNAT, unique-local, multicast and reserved
+//! address dropped, and every address of this machine ([`super::own`]: its interfaces', its
+//! public ones included, and any the kernel delivers here), IPv6 forms that carry an IPv4
+//! address read as that address (a name that resolves only to those is refused: no DNS
+//! rebinding to the host); the resolved address dialled. `CONNECT` tunnels; an absolute-form request (plain
 //! `http://`) is forwarded in origin form. Refusals answer 403 and are logged with the host.
 
 use super::net::Handed;
@@ -113,21 +115,32 @@ pub fn allowed(allow: &[String], host: &str, port: u16) -> bool {
     })
 }
 
-/// Is `ip` an address of this machine or its private networks (never dialled for a name)?
+/// Is `ip` in a range of this machine or its private networks, by class (never dialled for
+/// a name)? Loopback, private, link-local, CGNAT, unspecified, broadcast, multicast, IETF
+/// protocol assignments, benchmarking, reserved; unique-local and site-local IPv6; an IPv6
+/// address that carries an IPv4 one is that one.
 pub fn private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
-            v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() || o[0] == 0 || (o[0] == 100 && (64..128).contains(&o[1])) || o[0] >= 240
+            v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() || o[0] == 0 || (o[0] == 100 && (64..128).contains(&o[1])) || o[0] >= 240 || (o[0], o[1], o[2]) == (192, 0, 0) || (o[0] == 198 && (o[1] & 0xfe) == 18)
         }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match super::own::carried_v4(v6) {
             Some(v4) => private(IpAddr::V4(v4)),
             None => {
                 let s = v6.segments();
-                v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() || (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfe80
+                v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() || (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0
             }
         },
     }
+}
+
+/// The addresses `host:port` resolves to that the proxy may dial: none private
+/// ([`private`]), none of this machine's ([`super::own`], asked now).
+pub fn dialable(host: &str, port: u16) -> Vec<SocketAddr> {
+    let Ok(addrs) = (host, port).to_socket_addrs() else { return Vec::new() };
+    let own = super::own::interface_addresses();
+    addrs.filter(|a| !private(a.ip()) && !super::own::is_own(a.ip(), &own)).collect()
 }
 
 /// One client of the proxy: reads its request head, decides, tunnels or refuses.
@@ -172,9 +185,9 @@ fn proxy_one(conn: TcpStream, policy: &Policy, denied: &Mutex<Vec<String>>) {
     } else if !allowed(&policy.allow_hosts, &host, port) {
         return refuse(conn, &format!("{target} is not in [wrap] allow_hosts"), Some(target.clone()), denied);
     } else {
-        let addrs: Vec<SocketAddr> = (host.as_str(), port).to_socket_addrs().map(|a| a.filter(|a| !private(a.ip())).collect()).unwrap_or_default();
+        let addrs = dialable(&host, port);
         if addrs.is_empty() {
-            return refuse(conn, &format!("{target} does not resolve to a public address"), None, denied);
+            return refuse(conn, &format!("{target} does not resolve to a public address (this machine's own and private addresses are refused)"), None, denied);
         }
         addrs.iter().find_map(|a| TcpStream::connect_timeout(a, Duration::from_secs(10)).ok())
     };
@@ -240,7 +253,7 @@ mod tests {
         assert!(ok("api.anthropic.com", 443) && ok("API.Anthropic.COM.", 443) && ok("a.b.example.com", 443) && ok("svc.test", 8443));
         assert!(!ok("api.anthropic.com", 80) && !ok("example.com", 443) && !ok("evilexample.com", 443) && !ok("api.anthropic.com.evil.io", 443));
         assert!(!ok("svc.test", 443) && !ok("аpi.anthropic.com", 443) && !ok("api..anthropic.com", 443));
-        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fc00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1"] {
+        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fc00::1", "fe80::1", "fec0::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "64:ff9b::10.0.0.1", "2002:7f00:1::1", "192.0.0.170", "198.18.0.1"] {
             assert!(private(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["1.1.1.1", "8.8.8.8", "2606:4700::1111"] {

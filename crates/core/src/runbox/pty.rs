@@ -9,8 +9,13 @@
 //! (looked at whenever the relay wakes, at least every 100 ms). Ctrl-C, Ctrl-Z, mouse
 //! reports, bracketed paste and colours are bytes like any other: the agent's line
 //! discipline makes signals of them for the agent. Without one ([`Terminal::Pipes`]):
-//! stdin as it is; stdout or stderr that is a terminal is relayed through a pipe.
+//! stdin as it is; stdout and stderr are relayed through pipes, whatever the user's are (a
+//! terminal, a pipe or a file, which another program shows later). Output reaches the user
+//! through [`super::term`]'s filter either way: its `Interactive` profile on the agent's own
+//! terminal relayed to the user's, `Output` on pipes and where the user's stdout is no
+//! terminal (no query passes: nothing but the user's shell would read the answer).
 
+use super::term::{Filter, Profile};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::Stdio;
@@ -32,7 +37,7 @@ struct ConsoleState {
     last_out: AtomicI64,
     /// The agent asked for bracketed paste (`ESC [ ? 2004 h`).
     paste: AtomicBool,
-    /// Requests the command made with Cairn's own OSC sequence ([`super::osc`]), not yet taken.
+    /// Requests the command made with Cairn's own OSC sequence ([`super::term`]), not yet taken.
     requests: std::sync::Mutex<Vec<String>>,
     /// The pty's master side (none: the session has no terminal of its own).
     master: std::sync::Mutex<Option<OwnedFd>>,
@@ -55,24 +60,23 @@ impl Console {
     }
 
     /// Takes the requests the command made on its terminal (a preview's Neovim asking for
-    /// a decision, see [`super::osc`]): what it asks, never a decision made.
+    /// a decision, see [`super::term`]): what it asks, never a decision made.
     pub fn take_requests(&self) -> Vec<String> {
         self.inner.requests.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default()
     }
 
-    fn asked(&self, asked: &mut Vec<Vec<u8>>) {
+    fn asked(&self, asked: Vec<Vec<u8>>) {
         if asked.is_empty() {
             return;
         }
         if let Ok(mut r) = self.inner.requests.lock() {
-            for a in asked.drain(..) {
+            for a in asked {
                 // A few at a time: a flood is dropped, not queued.
                 if r.len() < 4 {
                     r.push(String::from_utf8_lossy(&a).into_owned());
                 }
             }
         }
-        asked.clear();
     }
 
     /// A mark of the latest output (compare two to know whether output came in between).
@@ -139,7 +143,8 @@ pub struct Streams {
 /// How the session's standard streams are made.
 pub enum Terminal {
     Pty { master: OwnedFd, slave: OwnedFd, user: Streams },
-    Pipes { out: Option<(OwnedFd, OwnedFd)>, err: Option<(OwnedFd, OwnedFd)>, user: Streams },
+    /// Read end and write end of each of stdout's and stderr's pipes.
+    Pipes { out: (OwnedFd, OwnedFd), err: (OwnedFd, OwnedFd), user: Streams },
 }
 
 /// The relay's threads and what to restore.
@@ -155,8 +160,7 @@ pub struct Relay {
 }
 
 impl Terminal {
-    /// A pty when the user's stdin is a terminal, else pipes for whichever of stdout and
-    /// stderr is one.
+    /// A pty when the user's stdin is a terminal, else pipes for stdout and stderr.
     pub fn for_streams(user: &Streams) -> std::io::Result<Terminal> {
         use rustix::termios::isatty;
         let user = Streams { stdin: user.stdin.try_clone()?, stdout: user.stdout.try_clone()?, stderr: user.stderr.try_clone()? };
@@ -171,8 +175,8 @@ impl Terminal {
             }
             return Ok(Terminal::Pty { master, slave, user });
         }
-        let pipe = |tty: bool| -> std::io::Result<Option<(OwnedFd, OwnedFd)>> { if tty { Ok(Some(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)) } else { Ok(None) } };
-        Ok(Terminal::Pipes { out: pipe(isatty(&user.stdout))?, err: pipe(isatty(&user.stderr))?, user })
+        let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        Ok(Terminal::Pipes { out: pipe()?, err: pipe()?, user })
     }
 
     pub fn is_pty(&self) -> bool {
@@ -183,10 +187,7 @@ impl Terminal {
     pub fn stdio(&self) -> std::io::Result<[Stdio; 3]> {
         Ok(match self {
             Terminal::Pty { slave, .. } => [Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?), Stdio::from(slave.try_clone()?)],
-            Terminal::Pipes { out, err, user } => {
-                let end = |p: &Option<(OwnedFd, OwnedFd)>, own: &OwnedFd| -> std::io::Result<Stdio> { Ok(Stdio::from(match p { Some((_, w)) => w.try_clone()?, None => own.try_clone()? })) };
-                [Stdio::from(user.stdin.try_clone()?), end(out, &user.stdout)?, end(err, &user.stderr)?]
-            }
+            Terminal::Pipes { out, err, user } => [Stdio::from(user.stdin.try_clone()?), Stdio::from(out.1.try_clone()?), Stdio::from(err.1.try_clone()?)],
         })
     }
 
@@ -217,13 +218,15 @@ impl Terminal {
                 }
                 let Streams { stdin, stdout, .. } = user;
                 let seen = console.clone();
-                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout, &seen)));
+                // A TUI's queries only where a terminal answers them (not into a file).
+                let profile = if rustix::termios::isatty(&stdout) { Profile::Interactive } else { Profile::Output };
+                threads.push(std::thread::spawn(move || output_out(master, stdin, stdout, profile, &seen)));
                 return Relay { console, stop, wake, threads, saved, tty };
             }
             Terminal::Pipes { out, err, user } => {
-                for (pipe, to) in [(out, &user.stdout), (err, &user.stderr)] {
-                    if let (Some((r, w)), Ok(to)) = (pipe, to.try_clone()) {
-                        drop(w);
+                for ((r, w), to) in [(out, &user.stdout), (err, &user.stderr)] {
+                    drop(w);
+                    if let Ok(to) = to.try_clone() {
                         threads.push(std::thread::spawn(move || copy_pipe(r, to)));
                     }
                 }
@@ -294,12 +297,11 @@ fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
     }
 }
 
-fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
+fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, profile: Profile, console: &Console) {
     let mut size = rustix::termios::tcgetwinsize(&tty).ok();
     let mut out = std::fs::File::from(out);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut filter = super::osc::OscFilter::default();
-    let mut asked = Vec::new();
+    let mut filter = Filter::new(profile);
     let mut clean = Vec::with_capacity(buf.len());
     loop {
         let ready = readable(&master, 100);
@@ -317,8 +319,8 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
             Ok(n) => {
                 console.saw_output(&buf[..n]);
                 clean.clear();
-                filter.pass(&buf[..n], &mut clean, &mut asked);
-                console.asked(&mut asked);
+                filter.pass(&buf[..n], &mut clean);
+                console.asked(filter.take_requests());
                 if out.write_all(&clean).is_err() {
                     break;
                 }
@@ -327,17 +329,22 @@ fn output_out(master: OwnedFd, tty: OwnedFd, out: OwnedFd, console: &Console) {
     }
 }
 
+/// Relays one of the command's output pipes to the user's stream, filtered, to its end.
 fn copy_pipe(r: OwnedFd, to: OwnedFd) {
     let (mut r, mut to) = (std::fs::File::from(r), std::fs::File::from(to));
     let mut buf = vec![0u8; 64 * 1024];
+    let mut filter = Filter::new(Profile::Output);
+    let mut clean = Vec::with_capacity(buf.len());
     loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
+        clean.clear();
+        let n = r.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            filter.end(&mut clean);
+        } else {
+            filter.pass(&buf[..n], &mut clean);
+        }
+        if to.write_all(&clean).is_err() || n == 0 {
+            break;
         }
     }
 }

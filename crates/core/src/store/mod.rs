@@ -4,7 +4,8 @@
 //! - [`stable`]: `stable.db`, the index of the project tree (paths, kinds, modes, hashes).
 //! - [`overlay`]: `agent-<id>.db`, one agent's writes, whiteouts, base hashes, KV and audit log.
 //! - [`bin`]: `bin.db`, lifecycle records, events, the accept journal.
-//! - [`fsx`]: symlink-safe reads and atomic writes inside the project root.
+//! - [`fsx`]: symlink-safe reads and atomic writes inside the project root; [`mode`]: the
+//!   mode a file written there gets.
 //!
 //! Architecture invariant: only this module writes SQL.
 
@@ -12,6 +13,7 @@ pub mod bin;
 pub mod atomic;
 pub mod fsx;
 pub mod held;
+pub mod mode;
 pub mod overlay;
 pub mod stable;
 

@@ -146,7 +146,8 @@ pub fn apply(project: &Project, name: &str, home: &Path) -> Result<Vec<Change>> 
                     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
                 }
                 let bytes = std::fs::read(&f).map_err(|e| Error::io(&f, e))?;
-                let mode = std::fs::metadata(&f).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777).unwrap_or(0o600);
+                // The CLI's own mode (its keys stay 0600), never wider than the umask lets.
+                let mode = std::fs::metadata(&f).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777).unwrap_or(0o600) & !crate::store::mode::umask();
                 crate::store::atomic::write_atomic(home, &rel, &bytes, mode)?;
             }
             None => {
