@@ -162,8 +162,11 @@ impl Server {
 
     #[tool(description = "Find files by glob: '**' crosses directories, '*' does not (e.g. 'src/**/*.py'); path limits it to a directory.")]
     async fn search_files(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<GlobArgs>) -> Reply {
+        let under = match a.path.map(|p| self.host_path(&p)).transpose() {
+            Ok(under) => under.filter(|p| !p.is_empty()),
+            Err(r) => return Ok(r),
+        };
         let got = self.external(&ctx, a.session, &a.pattern, "search_files", vec![json!(a.pattern)], Map::new()).await?;
-        let under = a.path.map(|p| p.trim_matches('/').trim_start_matches("./").to_string()).filter(|p| !p.is_empty() && p != ".");
         Ok(match got {
             Ok(Value::Array(files)) => {
                 let files: Vec<Value> = files.into_iter().filter(|f| under.as_ref().is_none_or(|u| f.as_str().is_some_and(|f| f.starts_with(&format!("{u}/"))))).collect();
@@ -226,7 +229,11 @@ impl Server {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
-        let args = tasks::exec::ExecArgs { cmd: a.command, cwd: a.cwd.unwrap_or_default(), timeout_seconds: a.timeout_seconds.map(u64::from), capture: a.capture.unwrap_or(true) };
+        let cwd = match a.cwd.map(|c| self.host_path(&c)).transpose() {
+            Ok(cwd) => cwd.unwrap_or_default(),
+            Err(r) => return Ok(r),
+        };
+        let args = tasks::exec::ExecArgs { cmd: a.command, cwd, timeout_seconds: a.timeout_seconds.map(u64::from), capture: a.capture.unwrap_or(true) };
         self.core(&ctx, move |p, who| tasks::exec::exec(p, who, &session, &args)).await
     }
 }

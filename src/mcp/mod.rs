@@ -2,7 +2,8 @@
 //! Every tool is a thin adapter over the core: tasks ([`cairn_core::tasks`]), sessions and
 //! their file tools ([`cairn_core::tasks::sessions`], which run the same externals as a
 //! `.pym` run). The identity is fixed for the server's life ([`identity`]): `--actor`, else
-//! `agent:<the client's name>-<a suffix of this instance>`.
+//! `agent:<the client's name>-<a suffix of its client process>`. Paths are the client's: an
+//! absolute one names a file only inside the project ([`cairn_core::paths::Rooted::Host`]).
 //!
 //! Every tool answers with a JSON object (`structuredContent`, declared by its
 //! `outputSchema`) and a text rendering beside it; a tool that fails answers a result with
@@ -24,7 +25,7 @@ mod task_tools;
 
 use cairn_core::error::Error;
 use cairn_core::project::Project;
-use cairn_core::tasks::sessions;
+use cairn_core::tasks::{implicit, sessions};
 use calls::{blocking, end_calls};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
@@ -43,7 +44,7 @@ review_wait: it returns when the human has decided, or with their feedback when 
 the same session, session_finish and review_wait again). File tools \
 work without a session (this connection's own is opened on first use and finished when you disconnect); for a \
 tracked task, task_create then session_begin and pass its id as `session`. Paths are relative to the project root \
-(an absolute path inside the project works too).";
+(an absolute path works only inside the project).";
 
 #[derive(Clone)]
 pub struct Server {
@@ -54,6 +55,9 @@ pub struct Server {
     /// This connection's own session after session_finish, for review_wait (a revise makes
     /// it this connection's own again).
     finished: Arc<tokio::sync::Mutex<Option<Implicit>>>,
+    /// This connection's mark on its own sessions ([`implicit::Connection`]), made when it
+    /// first needs one; `None` when it could not be made (nothing is then adopted).
+    connection: Arc<tokio::sync::OnceCell<Option<Arc<implicit::Connection>>>>,
     #[allow(dead_code)] // read through #[tool_handler]
     tool_router: ToolRouter<Self>,
 }
@@ -86,7 +90,15 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
         })
     });
     let implicit = Arc::new(tokio::sync::Mutex::new(None));
-    let server = Server { project: Arc::clone(&project), identity: Arc::new(identity::Identity::new(actor)), implicit: Arc::clone(&implicit), finished: Arc::default(), tool_router: schema::decorate(Server::task_tools() + Server::file_tools()) };
+    let connection = Arc::new(tokio::sync::OnceCell::new());
+    let server = Server {
+        project: Arc::clone(&project),
+        identity: Arc::new(identity::Identity::new(actor)),
+        implicit: Arc::clone(&implicit),
+        finished: Arc::default(),
+        connection: Arc::clone(&connection),
+        tool_router: schema::decorate(Server::task_tools() + Server::file_tools()),
+    };
     rt.block_on(async move {
         // The moment stdin ends, what runs for the client is killed: its calls end at once
         // and the server does not wait out their work.
@@ -118,9 +130,12 @@ pub fn run(project: Project, actor: Option<String>) -> cairn_core::error::Result
     end_calls();
     if let Some(i) = rt.block_on(implicit.lock()).take() {
         let summary = format!("Changes by {} (its connection's own session, finished when it disconnected)", i.client);
-        if let Err(e) = sessions::end_implicit(&project, &i.actor, &i.session, &summary) {
+        if let Err(e) = implicit::end_implicit(&project, &i.actor, &i.session, &summary) {
             tracing::error!("mcp: ending the implicit session {}: {e}", i.session);
         }
+    }
+    if let Some(Some(c)) = connection.get() {
+        c.forget();
     }
     tracing::info!("mcp: done with the client's session");
     rt.shutdown_background();
@@ -239,7 +254,38 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 impl Server {
     /// Who calls: this server's identity, bound on the first call ([`identity`]).
     async fn actor(&self, ctx: &RequestContext<RoleServer>) -> String {
-        self.identity.get(&self.project, ctx).await.actor.clone()
+        self.identity.get(ctx).await.actor.clone()
+    }
+
+    /// This connection's mark, made on first use.
+    async fn connection(&self) -> Option<Arc<implicit::Connection>> {
+        let project = Arc::clone(&self.project);
+        let made = self.connection.get_or_init(|| async move {
+            let opened = tokio::task::spawn_blocking(move || implicit::Connection::open(&project)).await.unwrap_or_else(|e| Err(Error::Internal(e.to_string())));
+            opened.map(Arc::new).map_err(|e| tracing::warn!("mcp: this connection cannot mark its sessions ({e}); a server started after a kill opens a new one")).ok()
+        });
+        made.await.clone()
+    }
+
+    /// This connection's own session when it has none yet: the open one a killed server of the
+    /// same actor left (the client started this server again), else, when `begin` gives a
+    /// title, a new one. Called with the `implicit` slot held.
+    async fn own_session(&self, ctx: &RequestContext<RoleServer>, slot: &mut Option<Implicit>, begin: Option<String>) -> Result<Option<String>, CallToolResult> {
+        let me = self.identity.get(ctx).await;
+        let (project, actor, client) = (Arc::clone(&self.project), me.actor.clone(), me.client.name.clone());
+        let connection = self.connection().await;
+        let a = actor.clone();
+        let made = tokio::task::spawn_blocking(move || -> cairn_core::error::Result<Option<sessions::Session>> {
+            if let Some(s) = connection.as_deref().map(|c| implicit::adopt_implicit(&project, &a, c)).transpose()?.flatten() {
+                return Ok(Some(s));
+            }
+            begin.map(|title| implicit::begin_implicit(&project, &a, &title, connection.as_deref())).transpose()
+        });
+        let made = made.await.map_err(|e| failed("internal", e.to_string()))?.map_err(|e| refused(&e))?;
+        Ok(made.map(|s| {
+            *slot = Some(Implicit { session: s.row.id.clone(), actor, client });
+            s.row.id
+        }))
     }
 
     /// Runs `f` with the project and actor on the blocking pool; its value is the answer.
@@ -263,29 +309,37 @@ impl Server {
         if let Some(i) = slot.as_ref() {
             return Ok(i.session.clone());
         }
-        let me = self.identity.get(&self.project, ctx).await;
-        let (project, actor, client) = (Arc::clone(&self.project), me.actor.clone(), me.client.name.clone());
+        let client = self.identity.get(ctx).await.client.name.clone();
         let title: String = format!("{client}: changes from {first_path}").chars().take(cairn_core::tasks::MAX_TITLE_CHARS).collect();
-        let a = actor.clone();
-        let made = tokio::task::spawn_blocking(move || sessions::begin_implicit(&project, &a, &title)).await.map_err(|e| failed("internal", e.to_string()))?;
-        let s = made.map_err(|e| refused(&e))?;
-        *slot = Some(Implicit { session: s.row.id.clone(), actor, client });
-        Ok(s.row.id)
+        let made = self.own_session(ctx, &mut slot, Some(title)).await?;
+        made.ok_or_else(|| failed("internal", "no session was opened".into()))
     }
 
     /// The session a session tool (`session_get`, `_heartbeat`, `_diff`, `_finish`) names:
-    /// `given`, else this connection's own if a file tool opened one; never a new one.
-    async fn existing_session(&self, given: Option<String>) -> Result<String, CallToolResult> {
+    /// `given`, else this connection's own if a file tool opened one (or a killed server of
+    /// this actor left one open); never a new one.
+    async fn existing_session(&self, ctx: &RequestContext<RoleServer>, given: Option<String>) -> Result<String, CallToolResult> {
         if let Some(s) = given.filter(|s| !s.is_empty()) {
             return Ok(s);
         }
-        if let Some(i) = self.implicit.lock().await.as_ref() {
+        let mut slot = self.implicit.lock().await;
+        if let Some(i) = slot.as_ref() {
             return Ok(i.session.clone());
         }
-        match self.finished.lock().await.as_ref() {
-            Some(i) => Ok(i.session.clone()),
+        if let Some(i) = self.finished.lock().await.as_ref() {
+            return Ok(i.session.clone());
+        }
+        match self.own_session(ctx, &mut slot, None).await? {
+            Some(s) => Ok(s),
             None => Err(failed("usage", "no session: pass `session` (from session_begin), or call a file tool first to open this connection's own".into())),
         }
+    }
+
+    /// A path argument the externals do not read (a filter, a working directory), as they read
+    /// an MCP client's: relative to the project root, or absolute inside it; any other is
+    /// refused, naming the root.
+    fn host_path(&self, raw: &str) -> Result<String, CallToolResult> {
+        cairn_core::paths::normalize_as(raw, &self.project.root, cairn_core::paths::Rooted::Host).map_err(|e| refused(&e))
     }
 
     /// Runs external `name` in the session's overlay; `render` makes the answer of its value.

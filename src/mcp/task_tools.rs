@@ -12,7 +12,7 @@ use serde_json::json;
 impl Server {
     #[tool(description = "Who this server acts as (fixed for the server's life; pass it as session_begin's expected_actor), the client it serves (name and version, from initialize), and the server's version.")]
     async fn identity(&self, ctx: RequestContext<RoleServer>) -> Reply {
-        let me = self.identity.get(&self.project, &ctx).await;
+        let me = self.identity.get(&ctx).await;
         Ok(done(json!({ "actor": me.actor, "client": me.client, "server": "cairn", "version": env!("CARGO_PKG_VERSION") }), None))
     }
 
@@ -28,12 +28,14 @@ impl Server {
 
     #[tool(description = "Create a task to track a piece of work. Deps must exist; checks are {desc, cmd} (run confined against the proposal) or {desc, type: \"manual\"}.")]
     async fn task_create(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<CreateArgs>) -> Reply {
-        let checks: Vec<Check> = a
-            .checks
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| Check { desc: c.desc, cmd: c.cmd, kind: c.kind, cwd: c.cwd, timeout: c.timeout.map(u64::from), result: Default::default(), log: None, author: None, approved_by: None })
-            .collect();
+        let mut checks = Vec::new();
+        for c in a.checks.unwrap_or_default() {
+            let cwd = match c.cwd.map(|d| self.host_path(&d)).transpose() {
+                Ok(cwd) => cwd,
+                Err(r) => return Ok(r),
+            };
+            checks.push(Check { desc: c.desc, cmd: c.cmd, kind: c.kind, cwd, timeout: c.timeout.map(u64::from), result: Default::default(), log: None, author: None, approved_by: None });
+        }
         self.core(&ctx, move |p, who| tasks::create(p, who, &a.title, a.body.as_deref().unwrap_or(""), &a.deps.unwrap_or_default(), checks)).await
     }
 
@@ -76,7 +78,7 @@ impl Server {
 
     #[tool(description = "Tell the server a long-running session is alive (one silent for 60 s is shown as stalled), with what you are doing now as progress.")]
     async fn session_heartbeat(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<HeartbeatArgs>) -> Reply {
-        let session = match self.existing_session(a.session).await {
+        let session = match self.existing_session(&ctx, a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -85,7 +87,7 @@ impl Server {
 
     #[tool(description = "A session: its task, agent, status, health and summary.")]
     async fn session_get(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
-        let session = match self.existing_session(a.session).await {
+        let session = match self.existing_session(&ctx, a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -94,7 +96,7 @@ impl Server {
 
     #[tool(description = "After session_finish: wait until the human has reviewed your proposal. Returns the decision (accepted, rejected, undone) or, when they ask for a revision, their feedback (reasons, notes on lines, which hunks were accepted or rejected): then revise in the same session, session_finish and review_wait again. Each piece of feedback is returned once.")]
     async fn review_wait(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<WaitArgs>) -> Reply {
-        let session = match self.waited_session(a.session).await {
+        let session = match self.waited_session(&ctx, a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -132,8 +134,8 @@ impl Server {
     }
 
     #[tool(description = "Your proposal so far as the reviewer will see it: a unified diff (renames shown as such). Use it to check your work before session_finish.")]
-    async fn session_diff(&self, _ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
-        let session = match self.existing_session(a.session).await {
+    async fn session_diff(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<SessionArg>) -> Reply {
+        let session = match self.existing_session(&ctx, a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -157,7 +159,7 @@ impl Server {
     #[tool(description = "Submit the session's changes for human review with a summary of what they do. Nothing reaches the project before a human accepts.")]
     async fn session_finish(&self, ctx: RequestContext<RoleServer>, Parameters(a): Parameters<FinishArgs>) -> Reply {
         let implicit = a.session.is_none();
-        let session = match self.existing_session(a.session).await {
+        let session = match self.existing_session(&ctx, a.session).await {
             Ok(s) => s,
             Err(r) => return Ok(r),
         };
@@ -182,13 +184,13 @@ impl Server {
 impl Server {
     /// The session `review_wait` waits on: `given`, else this connection's own finished one
     /// (what it submitted), else its open one.
-    pub(super) async fn waited_session(&self, given: Option<String>) -> Result<String, rmcp::model::CallToolResult> {
+    pub(super) async fn waited_session(&self, ctx: &RequestContext<RoleServer>, given: Option<String>) -> Result<String, rmcp::model::CallToolResult> {
         if given.as_deref().is_none_or(str::is_empty) {
             if let Some(i) = self.finished.lock().await.as_ref() {
                 return Ok(i.session.clone());
             }
         }
-        self.existing_session(given).await
+        self.existing_session(ctx, given).await
     }
 
     /// A revise reopened `session`: if it was this connection's own, file tools without

@@ -29,6 +29,7 @@ mod lifecycle;
 mod many_agents;
 mod mcp;
 mod mcp_identity;
+mod mcp_paths;
 mod mcp_tools;
 mod mcp_wal;
 mod protected;

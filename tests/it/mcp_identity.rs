@@ -1,8 +1,10 @@
 //! Who an MCP server acts as (seed 004) and what that identity may do, through the official
-//! Python SDK: two servers for the same client are two actors, `identity` names the client,
-//! `--actor` overrides; re-claiming your own task is a no-op and another actor's claim is
-//! refused; a session without heartbeats shows `stalled` (its last heartbeat written into
-//! `bin.db` as an old one, not waited for) until it beats again.
+//! Python SDK: the servers one client process starts are one actor, also when it starts one
+//! again after a `kill -9` (it goes on with its sessions), and two client processes are two;
+//! `identity` names the client, `--actor` overrides; re-claiming your own task is a no-op and
+//! another actor's claim or session is refused, saying how to continue it; a session without
+//! heartbeats shows `stalled` (its last heartbeat written into `bin.db` as an old one, not
+//! waited for) until it beats again.
 
 use crate::support::*;
 use cairn::tasks::{self, sessions};
@@ -25,40 +27,87 @@ pub fn python(f: &Fixture, script: &str, args: &[&str]) -> Value {
 }
 
 /// `agent:<client>-` and six hex digits.
-fn is_instance_of(actor: &str, client: &str) -> bool {
+fn is_actor_of(actor: &str, client: &str) -> bool {
     actor.strip_prefix(&format!("agent:{client}-")).is_some_and(|s| s.len() == 6 && s.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 #[test]
-fn two_instances_of_one_mcp_client_are_two_actors_and_claims_hold() {
+fn servers_of_one_client_process_are_one_actor_and_claims_hold_between_processes() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
-    let r = python(&f, "identity.py", &[]);
+    let r = python(&f, "identity.py", &["first"]);
     let ids = r["identities"].as_array().unwrap();
-    let (one, two) = (ids[0]["actor"].as_str().unwrap(), ids[1]["actor"].as_str().unwrap());
-    assert!(is_instance_of(one, "twin-agent") && is_instance_of(two, "twin-agent") && one != two, "{r}");
+    let me = ids[0]["actor"].as_str().unwrap();
+    assert!(is_actor_of(me, "twin-agent"), "{r}");
+    assert_eq!(ids[1]["actor"], me, "two servers of one client process: {r}");
     assert_eq!(ids[2]["actor"], "agent:fixed", "--actor overrides: {r}");
     for id in ids {
         assert_eq!(id["client"], json!({ "name": "twin-agent", "version": "1.0" }), "{r}");
     }
-    assert_eq!(r["other"], two);
+    assert_eq!(r["session_actor"], me);
+    let (task, session) = (r["task"].as_str().unwrap(), r["session"].as_str().unwrap());
 
-    let claimed = format!("already claimed by {one}");
+    // Another client process with the same name is another actor, refused everywhere.
+    let o = python(&f, "identity.py", &["other", task, session, me]);
+    let other = o["actor"].as_str().unwrap();
+    assert!(is_actor_of(other, "twin-agent") && other != me, "{o}");
+    let claimed = format!("already claimed by {me}");
     for refusal in ["claims_by_other", "begin_by_other"] {
-        assert!(r[refusal].as_str().unwrap().contains(&claimed), "{refusal}: {r}");
+        assert!(o[refusal].as_str().unwrap().contains(&claimed), "{refusal}: {o}");
     }
-    assert!(r["expected_other"].as_str().unwrap().contains(&format!("this server acts as {two}")), "{r}");
-    assert!(r["others_session_call"].as_str().unwrap().contains(&format!("belongs to {one}")), "{r}");
-    assert_eq!(r["session_actor"], one);
+    assert!(o["expected_other"].as_str().unwrap().contains(&format!("this server acts as {other}")), "{o}");
+    let foreign = o["others_session_call"].as_str().unwrap();
+    assert!(foreign.contains(&format!("belongs to {me}")) && foreign.contains(&format!("--actor {me}")), "says how to continue it: {o}");
 
-    // Claimed once (the re-claim and the session's own claim changed nothing), never by the
-    // other instance; the cancel gave the claim back.
-    let t = f.cairn(&["task", "show", r["task"].as_str().unwrap(), "--json"]).ok().json();
+    // Claimed once (the re-claims, the twin server's included, and the session's own claim
+    // changed nothing), never by the other process; the cancel gives the claim back.
+    sessions::cancel(&f.project(), me, session, "done with the test").unwrap();
+    let t = f.cairn(&["task", "show", task, "--json"]).ok().json();
     let prov = t["provenance"].as_array().unwrap();
     let claims: Vec<&Value> = prov.iter().filter(|p| p["did"] == "claimed").collect();
     assert_eq!(claims.len(), 1, "{prov:?}");
-    assert_eq!(claims[0]["who"], one);
-    assert!(prov.iter().all(|p| p["who"] != two), "{prov:?}");
+    assert_eq!(claims[0]["who"], me);
+    assert!(prov.iter().all(|p| p["who"] != other), "{prov:?}");
     assert!(t["assignee"].is_null(), "{t}");
+}
+
+/// The paths a proposal changes, from `cairn diff`.
+fn changed(f: &Fixture, agent: &str) -> Vec<String> {
+    let diff = f.cairn(&["diff", agent]).ok().stdout;
+    diff.lines().filter_map(|l| l.strip_prefix("diff --git a/")).map(|l| l.split(' ').next().unwrap_or("").to_string()).collect()
+}
+
+#[test]
+fn a_client_whose_server_is_killed_goes_on_with_its_sessions_as_the_same_actor() {
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let r = python(&f, "restart.py", &["restart"]);
+    let me = r["actor"].as_str().unwrap();
+    assert!(is_actor_of(me, "restart-agent"), "{r}");
+    let state = |agent: &Value| f.status(agent.as_str().unwrap()).state.as_str().to_string();
+
+    // The session it began, written before and after the kill, finished without --actor.
+    assert_eq!(state(&r["agent"]), "reviewing", "{r}");
+    assert_eq!(changed(&f, r["agent"].as_str().unwrap()), ["after.txt", "before.txt"]);
+    // The connection's own session of the killed server, gone on with and finished.
+    assert_eq!(state(&r["own_agent"]), "reviewing", "{r}");
+    assert_eq!(changed(&f, r["own_agent"].as_str().unwrap()), ["own-after.txt", "own-before.txt"]);
+    // The wrapped server beside it: its own session, a proposal at its disconnect.
+    assert_eq!(state(&r["side_agent"]), "reviewing", "{r}");
+    assert_eq!(changed(&f, r["side_agent"].as_str().unwrap()), ["side.txt"]);
+    let open: Vec<String> = sessions::list(&f.project(), &Default::default()).unwrap().into_iter().filter(|s| s.row.status == "active").map(|s| s.row.id).collect();
+    assert_eq!(open, [r["open"].as_str().unwrap()], "nothing stranded but the session left open on purpose");
+
+    // Another client process is another actor: refused, told how to continue.
+    let session = r["open"].as_str().unwrap();
+    let o = python(&f, "restart.py", &["other", session, me]);
+    for refusal in ["write", "finish"] {
+        let m = o[refusal].as_str().unwrap();
+        assert!(m.contains(&format!("session {session} belongs to {me}")) && m.contains(&format!("--actor {me}")), "{refusal}: {o}");
+    }
+    // Following the hint continues it.
+    let w = python(&f, "restart.py", &["owner", session, me]);
+    assert_eq!(w["status"], "finished", "{w}");
+    assert_eq!(state(&r["open_agent"]), "reviewing");
+    assert_eq!(changed(&f, r["open_agent"].as_str().unwrap()), ["open.txt", "owner.txt"]);
 }
 
 #[test]

@@ -1,10 +1,12 @@
-"""Identity and claims through the official MCP Python SDK: two servers started for the same
-client (one clientInfo name) act as two actors; `identity` names the client; re-claiming your
-own task changes nothing; another actor's claim, session_begin or expected_actor is refused
-with a clear error; `--actor` overrides the default identity. Asserts here; prints one JSON
-object for the Rust side (which checks the task's row and provenance from the CLI).
+"""Identity and claims through the official MCP Python SDK: the servers one client process
+starts (one clientInfo name) are one actor; another client process is another; `identity`
+names the client; re-claiming your own task changes nothing; another actor's claim,
+session_begin, expected_actor or use of a session is refused with a clear error; `--actor`
+overrides the default identity. Asserts here; prints one JSON object for the Rust side (which
+checks the task's row and provenance from the CLI).
 
-Usage: identity.py <cairn binary> <project root>.
+Usage: identity.py <cairn binary> <project root> first
+       identity.py <cairn binary> <project root> other TASK SESSION OWNER
 """
 import asyncio
 import json
@@ -20,40 +22,47 @@ async def err(c, name, **args):
     return (await failed(c, name, **args))["message"]
 
 
-def client(cairn, root, name, *server_args):
+def client(cairn, root, *server_args):
     params = StdioServerParameters(command=cairn, args=["mcp", *server_args], cwd=root)
-    return mcp.Client(params, client_info=types.Implementation(name=name, version="1.0"))
+    return mcp.Client(params, client_info=types.Implementation(name="twin-agent", version="1.0"))
 
 
-async def main(cairn, root):
+async def first(cairn, root):
     out = {}
     async with AsyncExitStack() as stack:
-        one = await stack.enter_async_context(client(cairn, root, "twin-agent"))
-        two = await stack.enter_async_context(client(cairn, root, "twin-agent"))
-        fixed = await stack.enter_async_context(client(cairn, root, "twin-agent", "--actor", "agent:fixed"))
+        one = await stack.enter_async_context(client(cairn, root))
+        two = await stack.enter_async_context(client(cairn, root))
+        fixed = await stack.enter_async_context(client(cairn, root, "--actor", "agent:fixed"))
         id1, id2, id3 = await ok(one, "identity"), await ok(two, "identity"), await ok(fixed, "identity")
         out["identities"] = [id1, id2, id3]
-        assert id1["actor"] != id2["actor"], (id1, id2)
         assert (await ok(one, "identity"))["actor"] == id1["actor"], "the identity is fixed"
-        me, other = id1["actor"], id2["actor"]
+        me = id1["actor"]
 
         task = await ok(one, "task_create", title="only one of us")
-        first = await ok(one, "task_claim", id=task["id"])
+        claimed = await ok(one, "task_claim", id=task["id"])
         again = await ok(one, "task_claim", id=task["id"])
-        assert first["assignee"] == me and again == first, (first, again)
+        by_twin = await ok(two, "task_claim", id=task["id"])
+        assert claimed["assignee"] == me and again == claimed and by_twin == claimed, (claimed, again, by_twin)
         out["task"] = task["id"]
-        out["claims_by_other"] = await err(two, "task_claim", id=task["id"])
-        out["begin_by_other"] = await err(two, "session_begin", task=task["id"], idempotency_key="theirs")
-        out["expected_other"] = await err(two, "session_begin", task=task["id"], idempotency_key="k", expected_actor=me)
-        assert (await ok(two, "task_get", id=task["id"]))["assignee"] == me, "the refusals changed nothing"
         # The owner's session on its own claimed task starts (the claim in begin is a no-op too).
         sess = await ok(one, "session_begin", task=task["id"], idempotency_key="mine", expected_actor=me)
-        out["session_actor"] = sess["actor"]
-        out["others_session_call"] = await err(two, "session_heartbeat", session=sess["id"])
-        await ok(one, "session_cancel", session=sess["id"], reason="done with the test")
-        out["other"] = other
+        out["session"], out["session_actor"] = sess["id"], sess["actor"]
+        await ok(two, "session_heartbeat", session=sess["id"], progress="the twin server beats too")
+    print(json.dumps(out), flush=True)
+
+
+async def other(cairn, root, task, session, owner):
+    out = {}
+    async with client(cairn, root) as c:
+        out["actor"] = (await ok(c, "identity"))["actor"]
+        out["claims_by_other"] = await err(c, "task_claim", id=task)
+        out["begin_by_other"] = await err(c, "session_begin", task=task, idempotency_key="theirs")
+        out["expected_other"] = await err(c, "session_begin", task=task, idempotency_key="k", expected_actor=owner)
+        out["others_session_call"] = await err(c, "session_heartbeat", session=session)
+        assert (await ok(c, "task_get", id=task))["assignee"] == owner, "the refusals changed nothing"
     print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:3]))
+    cairn, root, mode, *rest = sys.argv[1:]
+    asyncio.run(first(cairn, root) if mode == "first" else other(cairn, root, *rest))

@@ -38,6 +38,10 @@ pub enum Error {
     /// A path that escapes the project, contains NUL, or is otherwise unusable.
     #[error("invalid path {0:?}")]
     InvalidPath(String),
+    /// An absolute host path outside the project, where host paths are read as such (MCP
+    /// clients' paths, [`crate::paths::Rooted::Host`]).
+    #[error("{path} is outside the project (its root is {}): paths are relative to the project root, or absolute inside it", root.display())]
+    OutsideProject { path: String, root: PathBuf },
     /// A path agents may not write (repository or cairn machinery, cairn's configuration,
     /// control characters); `rule` says which rule refused it.
     #[error("protected path {path:?}: {rule}")]
@@ -52,6 +56,9 @@ pub enum Error {
 
     #[error("no task matches id '{0}'")]
     UnknownTask(String),
+    /// A session used by an actor other than the one that began it.
+    #[error("session {session} belongs to {owner}, not to {actor}")]
+    ForeignSession { session: String, owner: String, actor: String },
 
     /// A task rule refused the change: the deps gate, the checks gate, a claim held by
     /// someone else, an unknown status.
@@ -166,6 +173,8 @@ impl Error {
             Error::EditedSinceAccept { .. } => "edited_since_accept",
             Error::AcceptStopped { .. } => "accept_stopped",
             Error::InvalidPath(_) => "invalid_path",
+            Error::OutsideProject { .. } => "outside_project",
+            Error::ForeignSession { .. } => "foreign_session",
             Error::ProtectedPath { .. } => "protected_path",
             Error::NotAFile { .. } => "not_a_file",
             Error::Config(_) => "config",
@@ -219,6 +228,9 @@ impl Error {
             Error::NotAFile { path, .. } => format!("replace {path} with a regular file (or remove it) and accept again, or reject the agent; --force does not write over it"),
             Error::Config(_) => "see `:help cairn-config` or doc/cairn.txt for every key".into(),
             Error::UnknownTask(_) => "`cairn task list` shows every task".into(),
+            Error::ForeignSession { owner, .. } => format!(
+                "to continue it, act as its owner: restart the MCP server with `--actor {owner}` (`cairn mcp --actor {owner}` in the client's server configuration), or `cairn session exec --actor {owner}` from a shell"
+            ),
             Error::TaskRefused { task, .. } => format!("`cairn task show {task}` shows its deps, checks and status"),
             Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
             Error::NotVisible { fix, .. } => fix.clone(),
@@ -265,6 +277,8 @@ mod tests {
             Error::EditedSinceAccept { .. } => (1, "edited_since_accept"),
             Error::AcceptStopped { .. } => (1, "accept_stopped"),
             Error::InvalidPath(_) => (1, "invalid_path"),
+            Error::OutsideProject { .. } => (1, "outside_project"),
+            Error::ForeignSession { .. } => (1, "foreign_session"),
             Error::ProtectedPath { .. } => (1, "protected_path"),
             Error::NotAFile { .. } => (1, "not_a_file"),
             Error::Config(_) => (1, "config"),
@@ -308,6 +322,8 @@ mod tests {
             Error::EditedSinceAccept { id: s(), paths: vec![s()] },
             Error::AcceptStopped { id: s(), cause: Box::new(Error::Internal(s())) },
             Error::InvalidPath(s()),
+            Error::OutsideProject { path: s(), root: "/p".into() },
+            Error::ForeignSession { session: s(), owner: s(), actor: s() },
             Error::ProtectedPath { path: s(), rule: "r" },
             Error::NotAFile { path: s(), what: "a symbolic link" },
             Error::Config(s()),

@@ -1,7 +1,8 @@
 //! Project paths: the one place that turns user- or agent-supplied path strings into safe
 //! project-relative paths, and that decides which files belong to the project.
 //!
-//! Architecture invariant: every path an agent names goes through [`normalize`]; nothing else
+//! Architecture invariant: every path an agent names goes through [`normalize`] (or
+//! [`normalize_as`], which reads an MCP client's absolute path as the host's); nothing else
 //! joins agent input onto the project root.
 
 use crate::error::{Error, Result};
@@ -60,6 +61,71 @@ pub fn normalize(raw: &str, root: &Path) -> Result<String> {
         }
     }
     Ok(parts.join("/"))
+}
+
+/// How an agent's absolute path is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rooted {
+    /// A leading `/` is the project root (`/src/main.py` is `src/main.py`), as the seeds'
+    /// scripts write paths; the project's own absolute path still names the file inside it.
+    #[default]
+    Project,
+    /// An absolute path is the host's, as MCP clients send them: inside the project (reached
+    /// through its own spelling, a symbolic link or a bind mount to the root) it names that
+    /// file; anywhere else it is refused, naming the project root.
+    Host,
+}
+
+/// [`normalize`], with an absolute path read as `rooted` says.
+pub fn normalize_as(raw: &str, root: &Path, rooted: Rooted) -> Result<String> {
+    if rooted == Rooted::Project || !raw.starts_with('/') {
+        return normalize(raw, root);
+    }
+    if raw.len() > MAX_PATH_BYTES || raw.contains('\0') {
+        return Err(Error::InvalidPath(format!("{} (paths are relative to the project root)", shorten(raw))));
+    }
+    match inside(raw, root) {
+        Some(rest) => normalize(rest.trim_start_matches('/'), root),
+        None => Err(Error::OutsideProject { path: shorten(raw), root: root.to_path_buf() }),
+    }
+}
+
+/// What follows the project root in the absolute path `raw` when `raw` lies inside it: after
+/// the root's own spelling, else after the first leading part of `raw` that is the root's
+/// directory (a symbolic link or bind mount to it: the same device and inode). Stats at most
+/// the leading parts that exist.
+fn inside<'r>(raw: &'r str, root: &Path) -> Option<&'r str> {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(r) = root.to_str() {
+        if raw == r {
+            return Some("");
+        }
+        if let Some(rest) = raw.strip_prefix(r).and_then(|rest| rest.strip_prefix('/')) {
+            return Some(rest);
+        }
+    }
+    let id = |m: std::fs::Metadata| (m.dev(), m.ino());
+    let want = std::fs::metadata(root).ok().map(id)?;
+    for end in raw.match_indices('/').map(|(i, _)| i).skip(1).chain([raw.len()]) {
+        if std::fs::metadata(&raw[..end]).ok().map(id)? == want {
+            return Some(&raw[end..]);
+        }
+    }
+    None
+}
+
+/// A glob (`search_files`, `search_content`'s filter) made relative to the project root: under
+/// [`Rooted::Host`] an absolute glob's leading directories without wildcards must lie inside
+/// the project ([`normalize_as`]); otherwise a leading `/` is the root.
+pub fn glob_as(pattern: &str, root: &Path, rooted: Rooted) -> Result<String> {
+    if rooted == Rooted::Project || !pattern.starts_with('/') {
+        return Ok(pattern.trim_start_matches('/').to_string());
+    }
+    let wild = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    let cut = pattern[..wild].rfind('/').unwrap_or(0);
+    let dir = normalize_as(if cut == 0 { "/" } else { &pattern[..cut] }, root, Rooted::Host)?;
+    let rest = &pattern[cut + 1..];
+    Ok(if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") })
 }
 
 /// Directories that hold a repository's or cairn's own machinery: an agent never writes or

@@ -128,6 +128,7 @@ impl From<Error> for CallError {
     fn from(e: Error) -> Self {
         match e {
             Error::InvalidPath(p) => raise("ValueError", format!("Invalid path: {p}")),
+            e @ Error::OutsideProject { .. } => raise("ValueError", format!("Invalid path: {e}")),
             other => raise("OSError", other.to_string()),
         }
     }
@@ -158,6 +159,9 @@ pub struct Host<'a> {
     /// Asked now and then while the run goes on (set by the orchestrator): `true` stops it
     /// (the agent was rejected while it ran).
     pub stop: Option<Stop>,
+    /// How an absolute path argument is read: a script's leading `/` is the project root
+    /// (the default); an MCP client's absolute path is the host's ([`paths::Rooted`]).
+    pub rooted: paths::Rooted,
     log_bytes: u64,
     submitted: bool,
     /// Calls so far (the audit log keeps the first [`MAX_AUDITED_CALLS`]).
@@ -197,7 +201,7 @@ impl<'a> Host<'a> {
 
     /// A host serving `view` within `limits`.
     pub fn new(view: View<'a>, limits: Limits, ask_llm: AskLlm<'a>, log_file: Option<std::fs::File>, on_event: &'a dyn Fn(&EventKind)) -> Self {
-        Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, stop: None, log_bytes: 0, submitted: false, calls: 0 }
+        Host { view, limits, ask_llm, log_file, on_event, written_bytes: 0, read_bytes: 0, deadline: None, stop: None, rooted: paths::Rooted::Project, log_bytes: 0, submitted: false, calls: 0 }
     }
 
     fn overlay(&self) -> &Overlay {
@@ -277,7 +281,12 @@ impl<'a> Host<'a> {
     }
 
     fn path(&self, raw: &str) -> Result<String, CallError> {
-        paths::normalize(raw, &self.view.project.root).map_err(CallError::from)
+        paths::normalize_as(raw, &self.view.project.root, self.rooted).map_err(CallError::from)
+    }
+
+    /// A glob argument made relative to the project root, as [`Host::path`] reads paths.
+    fn glob(&self, pattern: &str) -> Result<String, CallError> {
+        paths::glob_as(pattern, &self.view.project.root, self.rooted).map_err(CallError::from)
     }
 
     /// The path argument `name` at position `i`, normalized.

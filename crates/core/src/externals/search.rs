@@ -84,7 +84,8 @@ impl Host<'_> {
 
     pub(super) fn search_files(&self, pattern: &str) -> Result<Value, CallError> {
         check_glob(pattern)?;
-        let built = std::panic::catch_unwind(|| globset::GlobBuilder::new(pattern.trim_start_matches('/')).literal_separator(true).build());
+        let pattern = self.glob(pattern)?;
+        let built = std::panic::catch_unwind(|| globset::GlobBuilder::new(&pattern).literal_separator(true).build());
         let glob = built
             .map_err(|_| raise("ValueError", "bad pattern: the glob engine could not compile it"))?
             .map_err(|e| raise("ValueError", format!("bad pattern: {e}")))?
@@ -99,7 +100,7 @@ impl Host<'_> {
         let filter = match &options.glob {
             Some(g) => {
                 check_glob(g)?;
-                let built = globset::GlobBuilder::new(g.trim_start_matches('/')).literal_separator(true).build();
+                let built = globset::GlobBuilder::new(&self.glob(g)?).literal_separator(true).build();
                 let glob = built.map_err(|e| raise("ValueError", format!("bad glob: {e}")))?.compile_matcher();
                 // A glob without '/' matches file names anywhere, as ripgrep's `-g` does.
                 Some((glob, g.contains('/')))

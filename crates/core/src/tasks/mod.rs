@@ -11,6 +11,7 @@
 
 pub mod checks;
 pub mod sessions;
+pub mod implicit;
 pub mod review_wait;
 pub mod exec;
 mod seal;
@@ -95,23 +96,15 @@ fn new_id(project: &Project) -> Result<String> {
     }
 }
 
-/// The identity of one `cairn mcp` server run without `--actor`: `agent:<client>-<6 hex
-/// digits>`, fresh per server instance, so two instances of the same client never hold each
-/// other's claims or sessions (a suffix a task's assignee or a session already carries is drawn
-/// again). `client` is the MCP client's name, kept to letters, digits, `-`, `_` and `.`.
-pub fn instance_actor(project: &Project, client: &str) -> String {
+/// The identity of the `cairn mcp` servers of one MCP client process, run without `--actor`:
+/// `agent:<client>-<6 hex digits of a hash of key>`. `key` names the client process (the edge
+/// reads it: boot, pid and start time), so the servers it starts, again after a crash or side by
+/// side, are one actor and two client processes are two. `client` is the MCP client's name,
+/// kept to letters, digits, `-`, `_` and `.`.
+pub fn client_actor(client: &str, key: &str) -> String {
     let name: String = client.chars().take(40).map(|c| if c.is_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
     let name = if name.chars().all(|c| c == '-') { "unknown".to_string() } else { name };
-    let taken: std::collections::HashSet<String> = project
-        .bin()
-        .and_then(|bin| Ok(bin.task_list()?.into_iter().filter_map(|t| t.assignee).chain(bin.session_list(None)?.into_iter().map(|s| s.actor)).collect()))
-        .unwrap_or_default();
-    loop {
-        let actor = format!("agent:{name}-{:06x}", rand::random::<u32>() & 0xff_ffff);
-        if !taken.contains(&actor) {
-            return actor;
-        }
-    }
+    format!("agent:{name}-{}", &blake3::hash(key.as_bytes()).to_hex()[..6])
 }
 
 fn refused(task: &str, message: impl Into<String>) -> Error {

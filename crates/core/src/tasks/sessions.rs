@@ -2,7 +2,9 @@
 //! it to the working status (through the deps gate) and owns one agent (provider `mcp`) whose
 //! overlay receives the session's file tools. `finish` submits the proposal for review (agent
 //! `reviewing`, task to the review status); `cancel` discards it and releases the task.
-//! Retrying `begin` with the same idempotency key returns the same session.
+//! Retrying `begin` with the same idempotency key returns the same session. A session belongs
+//! to the actor that began it; another actor is refused ([`Error::ForeignSession`], whose hint
+//! says how to continue it). An MCP connection's own session: [`super::implicit`].
 
 use super::{claim, get, link_agent, transition, Flow};
 use crate::error::{Error, Result};
@@ -101,7 +103,7 @@ pub fn open(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
 pub(super) fn owned(project: &Project, actor: &str, id: &str) -> Result<SessionRow> {
     let s = project.bin()?.session_get(id)?;
     if s.actor != actor {
-        return Err(Error::Usage(format!("session {id} belongs to {}", s.actor)));
+        return Err(Error::ForeignSession { session: id.to_string(), owner: s.actor, actor: actor.to_string() });
     }
     Ok(s)
 }
@@ -280,42 +282,6 @@ fn cancel_quietly(project: &Project, s: &SessionRow, reason: &str) {
     }
 }
 
-/// A session an MCP client used without naming one (its connection's own): a task titled
-/// `title` and a session for it, created on the client's first file tool call.
-pub fn begin_implicit(project: &Project, actor: &str, title: &str) -> Result<Session> {
-    let t = super::create(project, actor, title, "Changes an MCP client made without naming a session; finished when it disconnected.", &[], Vec::new())?;
-    let key = format!("implicit-{}-{}-{}", std::process::id(), crate::time::now_ms(), rand::random::<u32>());
-    begin(project, actor, &t.row.id, &key)
-}
-
-/// Ends an implicit session when its client disconnects: with changes it is finished (a
-/// proposal for review, never lost); without, cancelled and its task with it.
-pub fn end_implicit(project: &Project, actor: &str, id: &str, summary: &str) -> Result<Session> {
-    let s = owned(project, actor, id)?;
-    let overlay = project.existing_overlay(&s.agent)?;
-    // A proposal that lost changes is neither submitted nor taken for one without changes.
-    let intact = match &overlay {
-        Some(o) if s.status == "active" => super::seal::check(project, &s.agent, o),
-        _ => Ok(()),
-    };
-    let changed = overlay.map(|o| o.paths().map(|p| !p.is_empty())).transpose()?.unwrap_or(false);
-    let finished = intact.and_then(|()| (changed || s.status != "active").then(|| finish(project, actor, id, summary)).transpose());
-    if let Err(e @ Error::Overlay { .. }) = &finished {
-        // No one is left to be told: the human is, by the agent errored with the reason.
-        super::seal::lost_at_end(project, actor, &s, &e.to_string());
-    }
-    if let Some(done) = finished? {
-        return Ok(done);
-    }
-    let done = cancel(project, actor, id, "the client disconnected without changes")?;
-    let mut t = project.bin()?.task_get(&s.task)?;
-    if let Some(last) = Flow::of(project).statuses.last() {
-        t.status = last.clone();
-        project.bin()?.task_update(&t, actor, "implicit session ended without changes")?;
-    }
-    Ok(done)
-}
-
 /// A session by id.
 pub fn get_session(project: &Project, id: &str) -> Result<Session> {
     Ok(with_health(project.bin()?.session_get(id)?))
@@ -364,11 +330,13 @@ fn host_on<T>(project: &Project, agent: &str, overlay: &crate::store::overlay::O
     out
 }
 
-/// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay. `Err`
-/// inside carries the Python exception name and message.
+/// Runs external `name` (`read_file`, `edit_lines`, ...) in the session's overlay, for an MCP
+/// client: an absolute path is a host path, refused outside the project. `Err` inside carries
+/// the Python exception name and message.
 pub fn tool(project: &Project, actor: &str, id: &str, name: &str, args: &[serde_json::Value], kwargs: &serde_json::Map<String, serde_json::Value>) -> Result<std::result::Result<serde_json::Value, (String, String)>> {
     let writes = name.parse::<crate::externals::External>().is_ok_and(|e| e.writes());
     with_host(project, actor, id, writes, |host| {
+        host.rooted = crate::paths::Rooted::Host;
         Ok(host.call(name, args, kwargs).map_err(|e| match e {
             crate::externals::CallError::Raise { exc, message } => (exc.to_string(), message),
             crate::externals::CallError::Fatal { kind, message } => (kind.to_string(), message),

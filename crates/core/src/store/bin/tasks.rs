@@ -314,6 +314,17 @@ impl Bin {
         Ok(())
     }
 
+    /// Moves an open session's `meta.connection` from `from` to `to` (a server going on with
+    /// the session of one that is gone); false when it no longer names `from` or the session
+    /// ended, so of two servers trying at once one wins.
+    pub fn session_move_connection(&self, id: &str, from: &str, to: &str) -> Result<bool> {
+        let moved = self.conn.execute(
+            "UPDATE sessions SET meta = json_set(meta, '$.connection', ?3), heartbeat_ms = ?4 WHERE id = ?1 AND status = 'active' AND json_extract(meta, '$.connection') = ?2",
+            params![id, from, to, crate::time::now_ms()],
+        )?;
+        Ok(moved == 1)
+    }
+
     /// Sessions of `task` (every task when `None`), oldest first.
     pub fn session_list(&self, task: Option<&str>) -> Result<Vec<SessionRow>> {
         let mut st = self.conn.prepare_cached(&format!("SELECT {SESSION_COLS} FROM sessions WHERE ?1 IS NULL OR task_id = ?1 ORDER BY created_ms"))?;
