@@ -7,14 +7,14 @@ use std::path::Path;
 use std::process::Command;
 
 /// One self-checking snippet: `file` and `name` say where it is.
-struct Snippet {
-    file: String,
-    name: String,
-    code: String,
+pub(crate) struct Snippet {
+    pub file: String,
+    pub name: String,
+    pub code: String,
 }
 
 /// Splits every `tests/corpus/*.py` at its `# --- name` lines.
-fn snippets() -> Vec<Snippet> {
+pub(crate) fn snippets() -> Vec<Snippet> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "py")).collect();
     files.sort();

@@ -176,3 +176,47 @@ import os
     assert_eq!(f.read_str("b.txt").as_deref(), Some("BETA\n"));
     assert_eq!(f.read_str("c.txt"), None);
 }
+
+/// What would kill CPython (issue 47) ends as the Python error CPython has for it: every shape
+/// of deep recursion past a limit set sky-high (and past a configured limit the stack cannot
+/// hold), code objects made by hand, and, where no error exists (`ctypes`), a crash named with
+/// the signal and the script's line. Never a hang; the next run works.
+#[test]
+fn a_dying_cpython_ends_as_a_python_error_or_a_named_crash() {
+    let f = fixture(&format!("{CPYTHON}\nmax_recursion = 10000000\ntimeout_seconds = 30"));
+    for (name, script, _) in crate::recursion::shapes() {
+        let s = f.run_inline(&format!("import sys\nsys.setrecursionlimit(10**9)\n{script}"));
+        let (kind, error) = (s.error_kind.map(|k| k.as_str().to_string()).unwrap_or_default(), s.error.clone().unwrap_or_default());
+        assert_eq!(s.state, State::Errored, "{name}: {:?}", s.result);
+        assert!(matches!(kind.as_str(), "recursion" | "exception" | "syntax" | "check" | "memory"), "{name}: ended as {kind}: {error}");
+        let last = error.trim_end().lines().last().unwrap_or("");
+        assert!(last.to_lowercase().contains("error"), "{name}: no Python error: {error}");
+    }
+    let limit = f.run_ok("import sys\nsys.setrecursionlimit(10**9)\nsys.getrecursionlimit()\n").result.unwrap();
+    assert!(limit.as_u64().is_some_and(|l| (1000..10_000_000).contains(&l)), "capped by the stack: {limit}");
+
+    let made = r#"
+import marshal, types
+c = (lambda: 0).__code__
+renamed = types.FunctionType(c.replace(co_name="renamed"), {})
+clone = types.FunctionType(marshal.loads(marshal.dumps(c)), {})
+caught = []
+for bad in (dict(co_code=bytes([255, 0, 83, 0])), dict(co_consts=()), dict(co_stacksize=0), dict(co_code=c.co_code[::-1])):
+    try:
+        types.FunctionType(c.replace(**bad), {})()
+        caught.append("ran")
+    except ValueError:
+        caught.append("ValueError")
+[renamed(), renamed.__code__.co_name, clone(), caught]
+"#;
+    assert_eq!(f.run_ok(made).result.unwrap(), serde_json::json!([0, "renamed", 0, ["ValueError", "ValueError", "ValueError", "ValueError"]]));
+    let s = f.run_inline("import types\nc = (lambda: 0).__code__.replace(co_consts=())\nexec(c)\n");
+    assert_eq!(s.error_kind.map(|k| k.as_str()), Some("exception"), "{:?}", s.error);
+    assert!(s.error.as_deref().unwrap_or("").contains("ValueError: code object '<lambda>' was made by hand"), "{:?}", s.error);
+
+    let s = f.run_inline("import ctypes\nctypes.string_at(0)\n");
+    assert_eq!(s.error_kind.map(|k| k.as_str()), Some("crash"), "{:?}", s.error);
+    let e = s.error.unwrap_or_default();
+    assert!(e.contains("the interpreter crashed (signal 11: SIGSEGV") && e.contains("task.pym, line 2 in <module>"), "{e}");
+    assert_eq!(f.run_ok("write_file('after.txt', 'ok')\n1 + 1\n").result, Some(serde_json::json!(2)));
+}

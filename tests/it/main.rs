@@ -20,6 +20,7 @@ mod externals;
 mod fidelity;
 mod fuzz;
 mod hashline;
+mod interpreters;
 mod jj;
 mod jj_changes;
 mod jj_live;

@@ -11,7 +11,7 @@ fn nested(n: u32) -> String {
 }
 
 /// (name, script, what the error must name).
-fn shapes() -> Vec<(&'static str, String, &'static str)> {
+pub(crate) fn shapes() -> Vec<(&'static str, String, &'static str)> {
     let deep = nested(100_000);
     let parens = format!("x = {}1{}\n", "(".repeat(10_000), ")".repeat(10_000));
     vec![

@@ -3,7 +3,10 @@
 //! network, the run's budgets of time, memory and processes, the output bounded). The shim
 //! (`cpython_shim.py`) speaks the sandbox child's protocol on the command's stdout, a unix
 //! socket, and the runner's own loop ([`super::runner::serve`]) answers it through the same
-//! [`Host`]: one protocol, one host path. What the script wrote with plain file I/O (`open`,
+//! [`Host`]: one protocol, one host path. The script comes transformed as RustPython's does
+//! ([`super::script::transform_cpython`]) and imports the child's own `asyncio`, so it means
+//! the same on both interpreters; a crash CPython cannot raise as an error is named as one,
+//! with the script's line (`faulthandler`). What the script wrote with plain file I/O (`open`,
 //! `pathlib`, `os`, `shutil`, its subprocesses) is captured when it ends and applied on top of
 //! what its externals wrote, as a `run_command`'s writes are ([`crate::tasks::exec`]).
 
@@ -20,6 +23,8 @@ use std::io::BufReader;
 use std::time::{Duration, Instant};
 
 const SHIM: &str = include_str!("cpython_shim.py");
+/// The sandbox child's `asyncio`, the script's `asyncio` on CPython too.
+const ASYNCIO: &str = include_str!("child/py/asyncio.py");
 /// What the shim writes to stderr when the Python it runs on is older than 3.10.
 const TOO_OLD: &str = "cairn-python-too-old: ";
 
@@ -61,12 +66,12 @@ pub(super) fn run(start: &Start, host: &mut Host) -> Result<Outcome> {
     }
     Ok(match served {
         Some(outcome) => outcome,
-        None => unfinished(&ended, &host.limits, started),
+        None => unfinished(&ended, &host.limits, &start.filename, started),
     })
 }
 
 /// How a script that never said it was done ended.
-fn unfinished(ended: &runbox::Outcome, limits: &crate::config::Sandbox, started: Instant) -> Outcome {
+fn unfinished(ended: &runbox::Outcome, limits: &crate::config::Sandbox, filename: &str, started: Instant) -> Outcome {
     let text = String::from_utf8_lossy(&ended.output);
     let tail: Vec<&str> = text.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
     let tail = tail.join("\n");
@@ -77,8 +82,26 @@ fn unfinished(ended: &runbox::Outcome, limits: &crate::config::Sandbox, started:
         Exit::TimedOut => Outcome::failed(ErrorKind::Timeout, format!("exceeded timeout_seconds = {}", limits.timeout_seconds), started),
         Exit::Code(127) => Outcome::failed(ErrorKind::Internal, format!("[sandbox] python = \"{}\" was not found in the run workspace (a name on PATH, or an absolute path listed in [run] read_paths): {tail}", limits.python), started),
         Exit::Signal(9) => Outcome::failed(ErrorKind::Memory, format!("exceeded max_memory_mb = {} (the script was killed)", limits.max_memory_mb), started),
+        Exit::Signal(n) => Outcome::failed(ErrorKind::Crash, crashed(n, &text, filename), started),
         exit => Outcome::failed(ErrorKind::Crash, format!("the Python process {exit} before the script finished{}", if tail.is_empty() { String::new() } else { format!(": {tail}") }), started),
     }
+}
+
+/// What a CPython killed by signal `n` did: the signal, faulthandler's verdict and the script's
+/// innermost line in `output` (faulthandler lists the innermost frame first).
+fn crashed(n: i32, output: &str, filename: &str) -> String {
+    let name = match n {
+        4 => ": SIGILL",
+        6 => ": SIGABRT",
+        7 => ": SIGBUS",
+        8 => ": SIGFPE",
+        11 => ": SIGSEGV",
+        _ => "",
+    };
+    let fatal = output.lines().find_map(|l| l.strip_prefix("Fatal Python error: ")).map(|f| format!(", {}", f.trim())).unwrap_or_default();
+    let frame = format!("File \"{filename}\", ");
+    let at = output.lines().find_map(|l| l.trim().strip_prefix(&frame)).map(|l| format!(" at {filename}, {l}")).unwrap_or_default();
+    format!("the interpreter crashed (signal {n}{name}{fatal}){at}: CPython raised no Python error for it")
 }
 
 /// What the script wrote, less what its writing externals already put in the overlay (the
@@ -114,10 +137,12 @@ fn proposal(host: &Host) -> Result<Vec<FileChange>> {
     Ok(out)
 }
 
-/// `sh -c` text that runs the shim on `python`, with the externals' names filled in.
+/// `sh -c` text that runs the shim on `python`, with the externals' names and the `asyncio`
+/// source filled in (JSON strings are Python string literals).
 fn command(python: &str) -> String {
     let names: Vec<String> = crate::externals::names().map(|n| format!("{n:?}")).collect();
-    let shim = SHIM.replace("__NAMES__", &format!("[{}]", names.join(", ")));
+    let asyncio = serde_json::Value::String(ASYNCIO.to_string()).to_string();
+    let shim = SHIM.replace("__NAMES__", &format!("[{}]", names.join(", "))).replace("__ASYNCIO__", &asyncio);
     format!("exec {} -B -S -c {}", quote(python), quote(&shim))
 }
 

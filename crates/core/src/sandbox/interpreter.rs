@@ -52,16 +52,13 @@ pub fn pre_flight(source: &str, config: &Sandbox) -> (Interpreter, Vec<Diagnosti
     (interp, if config.syntax_layer { check(source, interp) } else { Vec::new() })
 }
 
-/// The source the interpreter gets: RustPython's transformed one (no `async`/`await`, the
-/// last expression captured); CPython gets the script as written (its shim captures the last
-/// expression on CPython's own AST and runs top-level `await`).
+/// The source the interpreter gets, the same script for both: RustPython's without `async`
+/// and `await`, CPython's without `async` and with each `await x` a call that gives the same
+/// value (a library's real awaitable run to its end); the last expression captured in both.
 pub fn prepare(source: &str, interp: Interpreter) -> Result<String, Diagnostic> {
     match interp {
         Interpreter::Rustpython => script::transform(source),
-        Interpreter::Cpython => match script::check_cpython(source).into_iter().find(|d| d.message.starts_with("syntax error")) {
-            Some(d) => Err(d),
-            None => Ok(source.to_string()),
-        },
+        Interpreter::Cpython => script::transform_cpython(source),
     }
 }
 

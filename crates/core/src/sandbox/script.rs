@@ -1,23 +1,23 @@
 //! Agent scripts before they run: the pre-flight check of SPEC §4 (`cairn check`) and the
 //! transform that lets `await f()` and `f()` both work (externals are synchronous calls, so
-//! every `async`/`await` keyword is removed from the token stream).
+//! every `async`/`await` keyword is removed from the token stream; CPython's form: [`awaits`]).
 //!
 //! The check works on the parsed AST and reports `line:col: message` diagnostics; [`calls`]
 //! judges the arguments of each call to an external. Both refuse a source that nests deeper
 //! than CPython accepts before parsing it ([`depth`]), and parse on a thread of their own with
 //! room for the nesting they accept: a hostile script never overflows the caller's stack.
 
+mod awaits;
 mod calls;
 mod cpython;
 pub mod depth;
 
-pub use cpython::check as check_cpython;
+pub use {awaits::transform as transform_cpython, cpython::check as check_cpython};
 
 use super::policy::{self, ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, SAFE_BUILTINS};
 use crate::externals;
-use rustpython_vm::compiler::ast::{self, visitor::Visitor, Expr, Stmt};
+use rustpython_vm::compiler::ast::{self, token::TokenKind, visitor::Visitor, Expr, Stmt};
 use rustpython_vm::compiler::parser;
-use rustpython_vm::compiler::ast::token::TokenKind;
 use serde::Serialize;
 use std::collections::HashSet;
 use ruff_text_size::Ranged;

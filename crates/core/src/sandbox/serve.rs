@@ -85,7 +85,10 @@ pub(super) fn serve(reader: &mut impl BufRead, stdin: &mut impl Write, host: &mu
                         return Some(Outcome::failed(ErrorKind::Limit, format!("the result exceeded max_log_bytes = {}", host.limits.max_log_bytes), started));
                     }
                 }
-                return Some(Outcome { result, error: error.map(|e| (claimed_kind(e.kind), bounded(e.message))), elapsed: started.elapsed() });
+                // Compact as CPython prints a deep traceback, so its last line arrives
+                // (RustPython's child sends it compact already, CPython's shim as CPython has it).
+                let error = error.map(|e| (claimed_kind(e.kind), bounded(super::child::stack::compact_traceback(&e.message))));
+                return Some(Outcome { result, error, elapsed: started.elapsed() });
             }
         }
     }

@@ -10,7 +10,7 @@ pub mod alloc;
 pub mod confine;
 mod modules;
 pub mod probe;
-mod stack;
+pub(crate) mod stack;
 pub mod value;
 pub mod zygote;
 

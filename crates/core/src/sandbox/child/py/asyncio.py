@@ -2,7 +2,9 @@
 before it runs (externals are synchronous calls), so a coroutine function runs to its end when
 it is called and an awaited value is the value itself. This module gives the usual entry points
 that meaning: `run(x)`, `gather(*xs)`, `create_task(x)` and `wait_for(x, t)` return what they
-are given (already computed), `sleep` sleeps, and the primitives work as context managers."""
+are given (already computed), `sleep` sleeps, and the primitives work as context managers.
+CPython's shim (sandbox/cpython_shim.py) runs the same module for the script, with `_ready`
+running a library's real awaitable to its end."""
 
 import time as _time
 import queue as _queue
@@ -19,27 +21,40 @@ class InvalidStateError(Exception):
     pass
 
 
+def _ready(aw):
+    """What awaiting `aw` gives: here `aw` itself, already computed."""
+    return aw
+
+
 def run(main, *, debug=None, loop_factory=None):
-    return main
+    return _ready(main)
 
 
 def gather(*aws, return_exceptions=False):
-    return list(aws)
+    out = []
+    for aw in aws:
+        try:
+            out.append(_ready(aw))
+        except Exception as e:
+            if not return_exceptions:
+                raise
+            out.append(e)
+    return out
 
 
 def create_task(coro, *, name=None, context=None):
-    return coro
+    return _ready(coro)
 
 
 ensure_future = create_task
 
 
 def wait_for(aw, timeout):
-    return aw
+    return _ready(aw)
 
 
 def shield(aw):
-    return aw
+    return _ready(aw)
 
 
 def sleep(delay, result=None):
@@ -49,11 +64,11 @@ def sleep(delay, result=None):
 
 
 def as_completed(aws, *, timeout=None):
-    return iter(list(aws))
+    return iter([_ready(aw) for aw in aws])
 
 
 def wait(aws, *, timeout=None, return_when="ALL_COMPLETED"):
-    return set(aws), set()
+    return {_ready(aw) for aw in aws}, set()
 
 
 def iscoroutine(obj):
@@ -70,13 +85,13 @@ def to_thread(func, *args, **kwargs):
 
 class _Loop:
     def run_until_complete(self, aw):
-        return aw
+        return _ready(aw)
 
     def run_in_executor(self, executor, func, *args):
         return func(*args)
 
     def create_task(self, coro):
-        return coro
+        return _ready(coro)
 
     def close(self):
         pass
@@ -157,7 +172,7 @@ class TaskGroup:
         return False
 
     def create_task(self, coro, *, name=None, context=None):
-        return coro
+        return _ready(coro)
 
 
 def timeout(delay):
