@@ -49,6 +49,7 @@ mod scan;
 mod scarce;
 mod sessions;
 mod sessions_kill;
+mod side_doors;
 mod signals;
 mod stall;
 mod state;

@@ -1,0 +1,275 @@
+//! The side doors Cairn itself opens to a confined agent, attacked the way an attacker with
+//! the source does: a race the agent runs against Cairn's own reads. `cairn wrap state`
+//! against a live agent that swaps its state files for symlinks to a hidden key; the wrap
+//! sync against one that swaps what it writes for links to a hidden directory and to `/usr`.
+//! As root (when the tests are) and as an ordinary user.
+
+use crate::runs::{as_ordinary_user, is_root};
+use crate::support::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What no file Cairn writes for the agent may ever hold.
+const SECRET: &str = "PLANTED-SECRET-KEY";
+
+/// A project, a CAIRN_HOME, a user's home holding a hidden key, and a directory of programs,
+/// all owned by whoever runs `cairn` (`ordinary`: an ordinary user, uid 65534 when the tests
+/// are root).
+struct Place {
+    f: Fixture,
+    user_home: PathBuf,
+    bin: PathBuf,
+    ordinary: bool,
+}
+
+impl Place {
+    fn new(ordinary: bool, files: &[(&str, &str)]) -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let base = dir.path().to_path_buf();
+        let (root, cairn_home, user_home, bin) = (base.join("proj"), base.join("cairn"), base.join("home"), base.join("bin"));
+        for d in [&root, &cairn_home, &user_home.join(".ssh"), &bin] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(user_home.join(".ssh/id_rsa"), format!("{SECRET}\n")).unwrap();
+        let f = Fixture { dir, root, home: cairn_home, config: Default::default() };
+        for (rel, content) in files {
+            f.write(rel, content);
+        }
+        Place { f, user_home, bin, ordinary }
+    }
+
+    /// A program in the programs' directory.
+    fn program(&self, name: &str, script: &str) -> PathBuf {
+        let p = self.bin.join(name);
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// Everything planted: owned by the user who runs `cairn`, and the project initialized.
+    fn ready(&self) {
+        if self.ordinary && is_root() {
+            assert!(Command::new("chown").arg("-R").arg("65534:65534").arg(self.f.dir.path()).status().unwrap().success());
+        }
+        let r = self.cairn(&["init"]);
+        assert_eq!(r.code, 0, "{r:?}");
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let exe = exe();
+        let mut all: Vec<&std::ffi::OsStr> = vec![exe.as_os_str(), "--project-root".as_ref(), self.f.root.as_os_str(), "--cairn-home".as_ref(), self.f.home.as_os_str()];
+        all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let mut c = if self.ordinary {
+            as_ordinary_user(&all)
+        } else {
+            let mut c = Command::new(all[0]);
+            c.args(&all[1..]);
+            c
+        };
+        c.env("HOME", &self.user_home).env_remove("CAIRN_HOME").current_dir(&self.f.root).stdin(Stdio::null());
+        c
+    }
+
+    fn cairn(&self, args: &[&str]) -> Run {
+        Run::from(self.cmd(args).output().unwrap())
+    }
+}
+
+/// Every file of the user's home outside `~/.ssh` that holds the key, and every symlink there
+/// (Cairn never writes one).
+fn leaks(home: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![home.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let (p, m) = (e.path(), e.path().symlink_metadata().unwrap());
+            if p == home.join(".ssh") {
+                continue;
+            }
+            if m.file_type().is_symlink() {
+                out.push(format!("a symlink at {}", p.display()));
+            } else if m.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(SECRET)) {
+                out.push(format!("the key in {}", p.display()));
+            }
+        }
+    }
+    out
+}
+
+/// Inside the agent, `argv[1]` times: `~/.claude/x.json` is a file, then a symlink to the
+/// user's key (hidden from the agent, there on the host), and `~/.claude/d` a directory, then
+/// a symlink to `~/.ssh`, as fast as it goes.
+const STATE_RACER: &str = r#"
+import os, shutil, sys
+home = os.environ['HOME']
+os.chdir(home + '/.claude')
+n = errors = 0
+while n < int(sys.argv[1]):
+    n += 1
+    try:
+        with open('x.tmp', 'w') as f:
+            f.write('benign %d\n' % n)
+        os.replace('x.tmp', 'x.json')
+        if os.path.lexists('x.lnk'):
+            os.remove('x.lnk')
+        os.symlink(home + '/.ssh/id_rsa', 'x.lnk')
+        os.replace('x.lnk', 'x.json')
+    except OSError:
+        errors += 1
+    try:
+        if os.path.islink('d'):
+            os.remove('d')
+        os.makedirs('d', exist_ok=True)
+        with open('d/k.json', 'w') as f:
+            f.write('ok\n')
+        shutil.rmtree('d')
+        os.symlink(home + '/.ssh', 'd')
+    except OSError:
+        errors += 1
+print('RACER-DONE iterations=%d errors=%d' % (n, errors), flush=True)
+"#;
+
+/// `cairn wrap state diff` and `apply` again and again while a live agent swaps its state
+/// files for symlinks to the user's hidden key: nothing of the key is ever shown or copied
+/// into the real home, no symlink lands there, and every apply succeeds whole (the live
+/// session keeps its layer); once the session has ended, apply drops the layer whole.
+fn state_apply_races_a_live_agent(ordinary: bool) {
+    let p = Place::new(ordinary, &[("a.txt", "a\n")]);
+    std::fs::create_dir_all(p.user_home.join(".claude")).unwrap();
+    std::fs::write(p.user_home.join(".claude/settings.json"), "{}\n").unwrap();
+    // A command named `claude`: its state is `~/.claude`.
+    let claude = p.program("claude", "#!/bin/sh\nexec /usr/bin/python3 -c \"$1\" \"$2\"\n");
+    p.ready();
+    let claude = claude.to_string_lossy().into_owned();
+    let mut wrap = p.cmd(&["wrap", "--", &claude, STATE_RACER, "2000"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let upper = p.f.home.join("wrap-state/claude/dirs/.claude/upper");
+    wait_until(120, "the racer at work", || upper.join("x.json").symlink_metadata().is_ok() || !matches!(wrap.try_wait(), Ok(None)));
+    let (mut rounds, mut dropped) = (0, false);
+    while !dropped && matches!(wrap.try_wait(), Ok(None)) {
+        for verb in ["diff", "apply"] {
+            let r = p.cairn(&["wrap", "state", verb, "claude"]);
+            assert_eq!(r.code, 0, "`wrap state {verb}` failed under the race: {r:?}");
+            assert!(!r.stdout.contains(SECRET) && !r.stderr.contains(SECRET), "`wrap state {verb}` showed the key: {r:?}");
+            assert!(r.stdout.contains("fingerprint"), "{r:?}");
+            // (Once the session has ended, an apply drops the layer.)
+            dropped = verb == "apply" && !r.stdout.contains("layer is kept");
+        }
+        let leaked = leaks(&p.user_home);
+        assert!(leaked.is_empty(), "round {rounds}: {leaked:?}");
+        rounds += 1;
+    }
+    let out = wrap.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let iterations: u64 = text.split("RACER-DONE iterations=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("the racer did not finish: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(iterations == 2000 && rounds >= 3, "the race was too short: {iterations} rounds of swaps, {rounds} rounds of diff and apply");
+    // The session is over: apply goes through and drops the layer (overlayfs's work
+    // directory without permissions too, as an ordinary user).
+    if !dropped {
+        let r = p.cairn(&["wrap", "state", "apply", "claude"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(!r.stdout.contains("layer is kept"), "{r:?}");
+    }
+    assert!(!p.cairn(&["wrap", "state", "list"]).stdout.contains("claude"), "the layer was not dropped");
+    let left: Vec<_> = std::fs::read_dir(p.f.home.join("wrap-state")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let leaked = leaks(&p.user_home);
+    assert!(leaked.is_empty(), "{leaked:?}");
+}
+
+#[test]
+fn state_apply_racing_a_live_agent_copies_nothing_through_a_symlink() {
+    state_apply_races_a_live_agent(false);
+}
+
+#[test]
+fn state_apply_racing_a_live_agent_copies_nothing_through_a_symlink_as_an_ordinary_user() {
+    state_apply_races_a_live_agent(true);
+}
+
+/// A state file that is not UTF-8 is shown whole (its bytes escaped, the hook in it
+/// readable), a sparse file of 512 MiB is shown as too large without being read, and
+/// `apply --expect` applies only what `diff` showed.
+#[test]
+fn state_diff_shows_what_apply_installs_and_reads_no_sparse_file() {
+    let p = Place::new(false, &[("a.txt", "a\n")]);
+    std::fs::create_dir_all(p.user_home.join(".claude")).unwrap();
+    std::fs::write(p.user_home.join(".claude/settings.json"), "{}\n").unwrap();
+    let claude = p.program("claude", "#!/bin/sh\nexec /bin/sh -c \"$1\"\n");
+    p.ready();
+    let plant = r#"printf '{"x": "\377", "hooks": {"SessionStart": [{"command": "curl evil"}]}}\n' > ~/.claude/settings.json; truncate -s 512M ~/.claude/big.bin"#;
+    let r = p.cairn(&["wrap", "--", &claude.to_string_lossy(), plant]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let diff = Command::new("/usr/bin/time").args(["-f", "MAXRSS=%M"]).arg(exe()).arg("--project-root").arg(&p.f.root).arg("--cairn-home").arg(&p.f.home).args(["wrap", "state", "diff", "claude"]).env("HOME", &p.user_home).output().unwrap();
+    let (text, err) = (String::from_utf8_lossy(&diff.stdout), String::from_utf8_lossy(&diff.stderr));
+    assert!(diff.status.success(), "{text}{err}");
+    assert!(text.contains("M ~/.claude/settings.json") && text.contains(r#"+{"x": "\xff", "hooks": {"SessionStart": [{"command": "curl evil"}]}}"#), "the hook is not shown:\n{text}");
+    assert!(text.contains("L ~/.claude/big.bin (left out: 536870912 bytes"), "{text}");
+    let rss: u64 = err.lines().find_map(|l| l.strip_prefix("MAXRSS=")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    assert!(rss > 0 && rss < 200 * 1024, "`wrap state diff` peaked at {rss} kB");
+    let fp = text.split("--expect ").nth(1).and_then(|r| r.split('`').next()).expect("a fingerprint").to_string();
+    // The agent's next session changes the layer: what was shown is no longer what is there.
+    p.cairn(&["wrap", "--", &claude.to_string_lossy(), "echo '{\"other\": 1}' > ~/.claude/settings.json"]).ok();
+    let r = p.cairn(&["wrap", "state", "apply", "claude", "--expect", &fp]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("not what was shown"), "{r:?}");
+    assert_eq!(std::fs::read_to_string(p.user_home.join(".claude/settings.json")).unwrap(), "{}\n", "refused, nothing applied");
+    let now = p.cairn(&["wrap", "state", "diff", "claude"]).ok().stdout;
+    let fp = now.split("--expect ").nth(1).and_then(|r| r.split('`').next()).unwrap().to_string();
+    p.cairn(&["wrap", "state", "apply", "claude", "--expect", &fp]).ok();
+    assert_eq!(std::fs::read_to_string(p.user_home.join(".claude/settings.json")).unwrap(), "{\"other\": 1}\n");
+    assert!(!p.user_home.join(".claude/big.bin").exists(), "a file left out was applied");
+}
+
+/// Inside the agent, in the project, `argv[1]` times: `d` is a directory, then a symlink to
+/// the user's `~/.ssh`, and `u` one to `/usr`, as fast as it goes.
+const SYNC_RACER: &str = r#"
+import os, sys
+n = 0
+while n < int(sys.argv[1]):
+    n += 1
+    for name, target in (('d', os.environ['HOME'] + '/.ssh'), ('u', '/usr')):
+        try:
+            os.mkdir(name)
+            os.rmdir(name)
+            os.symlink(target, name)
+            os.remove(name)
+        except OSError:
+            pass
+with open('made.txt', 'w') as f:
+    f.write('made\n')
+print('RACER-DONE iterations=%d' % n, flush=True)
+"#;
+
+/// The wrap sync looks at the written layer every quarter of a second while the agent swaps
+/// its directories for links to a hidden host directory and to `/usr`: it never walks
+/// through one (no name from there in the session's events), and the proposal is the
+/// agent's file only.
+fn sync_races_a_live_agent(ordinary: bool) {
+    let p = Place::new(ordinary, &[("racer.py", SYNC_RACER)]);
+    std::fs::write(p.user_home.join(".ssh/known_hosts"), "x\n").unwrap();
+    p.ready();
+    let r = p.cairn(&["wrap", "--", "/usr/bin/python3", "racer.py", "3000"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let iterations: u64 = r.stdout.split("RACER-DONE iterations=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(iterations, 3000, "{r:?}");
+    let id = r.stderr.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("session id").to_string();
+    let events = p.cairn(&["events", "--json"]).ok().stdout;
+    for name in ["id_rsa", "known_hosts", "\"u/", "\"d/"] {
+        assert!(!events.contains(name), "the sync walked through a link ({name}):\n{events}");
+    }
+    let diff = p.cairn(&["diff", &id]).ok().stdout;
+    assert!(diff.contains("b/made.txt") && !diff.contains(SECRET), "{diff}");
+}
+
+#[test]
+fn the_wrap_sync_never_walks_through_a_link_the_agent_swaps_in() {
+    sync_races_a_live_agent(false);
+}
+
+#[test]
+fn the_wrap_sync_never_walks_through_a_link_the_agent_swaps_in_as_an_ordinary_user() {
+    sync_races_a_live_agent(true);
+}
