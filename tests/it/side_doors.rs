@@ -1,11 +1,14 @@
 //! The side doors Cairn itself opens to a confined agent, attacked the way an attacker with
 //! the source does: a race the agent runs against Cairn's own reads. `cairn wrap state`
 //! against a live agent that swaps its state files for symlinks to a hidden key; the wrap
-//! sync against one that swaps what it writes for links to a hidden directory and to `/usr`.
-//! As root (when the tests are) and as an ordinary user.
+//! sync against one that swaps what it writes for links to a hidden directory and to `/usr`;
+//! a Makefile run in an amending preview that copies the editor's and git's configuration
+//! into the project; the default home's git configuration (tokens), `~/.local/bin` and
+//! `~/.local/lib`. As root (when the tests are) and as an ordinary user.
 
 use crate::runs::{as_ordinary_user, is_root};
 use crate::support::*;
+use crate::wrap_tty::{cairn_line, Tmux};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -272,4 +275,107 @@ fn the_wrap_sync_never_walks_through_a_link_the_agent_swaps_in() {
 #[test]
 fn the_wrap_sync_never_walks_through_a_link_the_agent_swaps_in_as_an_ordinary_user() {
     sync_races_a_live_agent(true);
+}
+
+/// A user's home with tokens in its git configuration (direct, in an include, in the XDG
+/// file), a script in `~/.local/bin` and credentials under `~/.local/lib`.
+fn plant_git_tokens(home: &Path) {
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Ada Lovelace\n[credential]\n\thelper = store\n[http]\n\textraHeader = Authorization: Bearer TOKEN-ONE\n\
+         [url \"https://x:TOKEN-TWO@github.com/\"]\n\tinsteadOf = https://github.com/\n[alias]\n\tst = status\n\tpub = !curl -H TOKEN-THREE\n\
+         [core]\n\tsshCommand = ssh -i TOKEN-FOUR\n\tautocrlf = input\n[include]\n\tpath = ~/.gitinclude\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".gitinclude"), "[user]\n\temail = ada@example.com\n[http \"https://example.com\"]\n\textraHeader = TOKEN-FIVE\n").unwrap();
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/config"), "[github]\n\ttoken = TOKEN-SIX\n").unwrap();
+    for (rel, text) in [(".local/bin/deploy", "#!/bin/sh\necho TOKEN-SEVEN\n"), (".local/lib/node/creds.json", "TOKEN-EIGHT\n")] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), text).unwrap();
+    }
+}
+
+/// What an agent reads of the home it finds, written into the project (its proposal).
+const READ_HOME: &str = "for f in ~/.gitconfig ~/.gitinclude ~/.config/git/config ~/.local/bin/deploy ~/.local/lib/node/creds.json; do cat $f; done > seen.txt 2>&1; git config --global --list >> seen.txt 2>&1; echo \"who=$(git config user.name) <$(git config user.email)>\" >> seen.txt";
+
+/// The default home: git works with the user's name and habits, and no token reaches the
+/// agent or its proposal.
+fn default_home_holds_no_secret(ordinary: bool) {
+    let p = Place::new(ordinary, &[("a.txt", "a\n")]);
+    plant_git_tokens(&p.user_home);
+    p.ready();
+    let r = p.cairn(&["wrap", "--", "sh", "-c", READ_HOME]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = r.stderr.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("session id").to_string();
+    let diff = p.cairn(&["diff", &id]).ok().stdout;
+    assert!(diff.contains("+who=Ada Lovelace <ada@example.com>") && diff.contains("alias.st=status") && diff.contains("core.autocrlf=input"), "git lost the user's settings:\n{diff}");
+    assert!(!diff.contains("TOKEN-") && !diff.contains(SECRET), "a secret reached the proposal:\n{diff}");
+}
+
+#[test]
+fn the_default_home_gives_git_the_users_settings_and_no_token() {
+    default_home_holds_no_secret(false);
+}
+
+#[test]
+fn the_default_home_gives_git_the_users_settings_and_no_token_as_an_ordinary_user() {
+    default_home_holds_no_secret(true);
+}
+
+/// The agent's Makefile, run by the user in a preview that amends the proposal: it copies the
+/// editor's configuration and git's into the project. Neither joins the proposal (nor a
+/// token); in a preview that does not amend, the editor's configuration is there, read-only.
+#[test]
+fn a_makefile_run_in_an_amending_preview_copies_no_editor_configuration_into_the_proposal() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    let makefile = "steal:\n\t-cp -r $(HOME)/.config/nvim stolen-nvim\n\t-cp $(HOME)/.gitconfig stolen-gitconfig\n\t-cp $(HOME)/.local/bin/deploy stolen-deploy\n\t@echo MAKE-$$((40+2))\n";
+    let s = f.run_ok(&format!("write_file('a.txt', 'agent line\\n')\nwrite_file('Makefile', {makefile:?})"));
+    let home = f.dir.path().join("userhome");
+    std::fs::create_dir_all(home.join(".config/nvim")).unwrap();
+    std::fs::write(home.join(".config/nvim/init.lua"), "-- NVIM-CONFIG-MARK\n").unwrap();
+    plant_git_tokens(&home);
+    let t = Tmux::new();
+    let open = |args: &str| {
+        let line = format!("HOME={} SHELL=/bin/sh {}; echo PREVIEW-EXIT=$?; sleep 600", home.display(), cairn_line(&f, &format!("preview {args}")));
+        t.cmd(&["kill-session", "-t", "t"]);
+        t.cmd(&["new-session", "-d", "-s", "t", "-x", "150", "-y", "40", &line]);
+    };
+    let keys = |k: &str| {
+        t.cmd(&["send-keys", "-t", "t", k, "Enter"]);
+    };
+    let wait_for = |what: &str| wait_until(60, &format!("{what} in the pane"), || t.pane().contains(what) || t.pane().contains("PREVIEW-EXIT="));
+    // The shell is there once it answers (keys typed before the session took the terminal
+    // may be dropped: typed again until it does).
+    let ready = || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !t.pane().contains("READY-5") {
+            assert!(std::time::Instant::now() < deadline && !t.pane().contains("PREVIEW-EXIT="), "no shell: {}", t.pane());
+            keys("echo READY-$((2+3))");
+            let typed = std::time::Instant::now();
+            while !t.pane().contains("READY-5") && typed.elapsed() < std::time::Duration::from_secs(3) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+    };
+    // Not amending: the configuration is there for the editor, and read-only.
+    open(&format!("{} --shell", s.id));
+    ready();
+    keys("cat ~/.config/nvim/init.lua; echo x >> ~/.config/nvim/init.lua || echo REFUSED-$((1+1))");
+    wait_for("REFUSED-2");
+    assert!(t.pane().contains("-- NVIM-CONFIG-MARK") && t.pane().contains("REFUSED-2"), "{}", t.pane());
+    keys("exit");
+    wait_for("PREVIEW-EXIT=0");
+    assert_eq!(std::fs::read_to_string(home.join(".config/nvim/init.lua")).unwrap(), "-- NVIM-CONFIG-MARK\n");
+    // Amending: the agent's Makefile finds nothing of it to copy.
+    open(&format!("{} --shell --amend", s.id));
+    ready();
+    keys("make steal");
+    wait_for("MAKE-42");
+    keys("exit");
+    wait_for("PREVIEW-EXIT=0");
+    assert!(t.pane().contains("PREVIEW-EXIT=0") && t.pane().contains("joined the proposal"), "{}", t.pane());
+    let diff = f.cairn(&["diff", &s.id]).ok().stdout;
+    assert!(diff.contains("b/stolen-gitconfig") && diff.contains("Ada Lovelace"), "the amendment is in: {diff}");
+    assert!(!diff.contains("NVIM-CONFIG-MARK") && !diff.contains("TOKEN-"), "the editor's configuration or a token joined the proposal:\n{diff}");
 }

@@ -25,6 +25,7 @@ use std::time::Duration;
 mod argv;
 pub use argv::{command_line, command_text, recorded};
 pub mod env;
+pub(crate) mod gitconfig;
 pub mod state;
 
 /// How often the written layer is looked at while CMD runs.
@@ -159,7 +160,8 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
     let search = project.env.get("PATH").unwrap_or("/usr/bin:/bin").to_string();
     let mut env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));
-    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer);
+    let generated = gitconfig::files(project, &home, &shown);
+    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer, generated);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
     let streams = match &opts.streams {
