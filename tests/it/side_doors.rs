@@ -226,21 +226,28 @@ fn state_diff_shows_what_apply_installs_and_reads_no_sparse_file() {
     assert!(!p.user_home.join(".claude/big.bin").exists(), "a file left out was applied");
 }
 
-/// Inside the agent, in the project, `argv[1]` times: `d` is a directory, then a symlink to
-/// the user's `~/.ssh`, and `u` one to `/usr`, as fast as it goes.
+/// Inside the agent, in the project: a directory `w/` of 300 files (what a sync walks past)
+/// with `w/d` and `w/u` in it, then `argv[1]` times, each exchanged in one step
+/// (`RENAME_EXCHANGE`) with its twin: a directory becomes a symlink to the user's `~/.ssh`
+/// (`d`) or to `/usr` (`u`), and back, as fast as it goes.
 const SYNC_RACER: &str = r#"
-import os, sys
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def exchange(a, b):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        raise OSError(ctypes.get_errno(), 'renameat2')
+os.mkdir('w')
+for i in range(300):
+    with open('w/f%03d' % i, 'w') as f:
+        f.write('%d\n' % i)
+for name, target in (('d', os.environ['HOME'] + '/.ssh'), ('u', '/usr')):
+    os.mkdir('w/' + name)
+    os.symlink(target, 'w/%s_alt' % name)
 n = 0
 while n < int(sys.argv[1]):
     n += 1
-    for name, target in (('d', os.environ['HOME'] + '/.ssh'), ('u', '/usr')):
-        try:
-            os.mkdir(name)
-            os.rmdir(name)
-            os.symlink(target, name)
-            os.remove(name)
-        except OSError:
-            pass
+    exchange('w/d', 'w/d_alt')
+    exchange('w/u', 'w/u_alt')
 with open('made.txt', 'w') as f:
     f.write('made\n')
 print('RACER-DONE iterations=%d' % n, flush=True)
@@ -254,13 +261,13 @@ fn sync_races_a_live_agent(ordinary: bool) {
     let p = Place::new(ordinary, &[("racer.py", SYNC_RACER)]);
     std::fs::write(p.user_home.join(".ssh/known_hosts"), "x\n").unwrap();
     p.ready();
-    let r = p.cairn(&["wrap", "--", "/usr/bin/python3", "racer.py", "3000"]);
+    let r = p.cairn(&["wrap", "--", "/usr/bin/python3", "racer.py", "200000"]);
     assert_eq!(r.code, 0, "{r:?}");
     let iterations: u64 = r.stdout.split("RACER-DONE iterations=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{r:?}"));
-    assert_eq!(iterations, 3000, "{r:?}");
+    assert_eq!(iterations, 200000, "{r:?}");
     let id = r.stderr.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("session id").to_string();
     let events = p.cairn(&["events", "--json"]).ok().stdout;
-    for name in ["id_rsa", "known_hosts", "\"u/", "\"d/"] {
+    for name in ["id_rsa", "known_hosts", "w/d/", "w/d_alt/", "w/u/", "w/u_alt/"] {
         assert!(!events.contains(name), "the sync walked through a link ({name}):\n{events}");
     }
     let diff = p.cairn(&["diff", &id]).ok().stdout;
@@ -309,8 +316,8 @@ fn default_home_holds_no_secret(ordinary: bool) {
     assert_eq!(r.code, 0, "{r:?}");
     let id = r.stderr.split("wrap session ").nth(1).and_then(|r| r.split(':').next()).expect("session id").to_string();
     let diff = p.cairn(&["diff", &id]).ok().stdout;
-    assert!(diff.contains("+who=Ada Lovelace <ada@example.com>") && diff.contains("alias.st=status") && diff.contains("core.autocrlf=input"), "git lost the user's settings:\n{diff}");
     assert!(!diff.contains("TOKEN-") && !diff.contains(SECRET), "a secret reached the proposal:\n{diff}");
+    assert!(diff.contains("+who=Ada Lovelace <ada@example.com>") && diff.contains("alias.st=status") && diff.contains("core.autocrlf=input"), "git lost the user's settings:\n{diff}");
 }
 
 #[test]
@@ -358,15 +365,6 @@ fn a_makefile_run_in_an_amending_preview_copies_no_editor_configuration_into_the
             }
         }
     };
-    // Not amending: the configuration is there for the editor, and read-only.
-    open(&format!("{} --shell", s.id));
-    ready();
-    keys("cat ~/.config/nvim/init.lua; echo x >> ~/.config/nvim/init.lua || echo REFUSED-$((1+1))");
-    wait_for("REFUSED-2");
-    assert!(t.pane().contains("-- NVIM-CONFIG-MARK") && t.pane().contains("REFUSED-2"), "{}", t.pane());
-    keys("exit");
-    wait_for("PREVIEW-EXIT=0");
-    assert_eq!(std::fs::read_to_string(home.join(".config/nvim/init.lua")).unwrap(), "-- NVIM-CONFIG-MARK\n");
     // Amending: the agent's Makefile finds nothing of it to copy.
     open(&format!("{} --shell --amend", s.id));
     ready();
@@ -376,6 +374,15 @@ fn a_makefile_run_in_an_amending_preview_copies_no_editor_configuration_into_the
     wait_for("PREVIEW-EXIT=0");
     assert!(t.pane().contains("PREVIEW-EXIT=0") && t.pane().contains("joined the proposal"), "{}", t.pane());
     let diff = f.cairn(&["diff", &s.id]).ok().stdout;
-    assert!(diff.contains("b/stolen-gitconfig") && diff.contains("Ada Lovelace"), "the amendment is in: {diff}");
     assert!(!diff.contains("NVIM-CONFIG-MARK") && !diff.contains("TOKEN-"), "the editor's configuration or a token joined the proposal:\n{diff}");
+    assert!(diff.contains("b/stolen-gitconfig") && diff.contains("Ada Lovelace"), "the amendment is in: {diff}");
+    // Not amending: the configuration is there for the editor, and read-only.
+    open(&format!("{} --shell", s.id));
+    ready();
+    keys("cat ~/.config/nvim/init.lua; echo x >> ~/.config/nvim/init.lua || echo REFUSED-$((1+1))");
+    wait_for("REFUSED-2");
+    assert!(t.pane().contains("-- NVIM-CONFIG-MARK") && t.pane().contains("REFUSED-2"), "{}", t.pane());
+    keys("exit");
+    wait_for("PREVIEW-EXIT=0");
+    assert_eq!(std::fs::read_to_string(home.join(".config/nvim/init.lua")).unwrap(), "-- NVIM-CONFIG-MARK\n");
 }
