@@ -134,8 +134,8 @@ pub(super) fn hold(layer: &Path) -> Result<std::fs::File> {
         let lock = open_lock(layer)?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared).map_err(|e| Error::io(layer.join("lock"), e.into()))?;
         // Still this layer's (a drop moves a layer away whole, its lock with it)?
-        let held = rustix::fs::fstat(&lock).map(|s| (s.st_dev, s.st_ino)).ok();
-        if held.is_some() && rustix::fs::stat(layer.join("lock")).map(|s| (s.st_dev, s.st_ino)).ok() == held {
+        let held = rustix::fs::fstat(&lock).map(|s| (s.st_dev, s.st_ino)).map_err(|e| Error::io(layer.join("lock"), e.into()))?;
+        if rustix::fs::stat(layer.join("lock")).is_ok_and(|s| (s.st_dev, s.st_ino) == held) {
             return Ok(lock);
         }
     }
