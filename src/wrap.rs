@@ -62,10 +62,15 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
 pub enum StateCmd {
     /// The agent CLIs with a state layer.
     List,
-    /// What the CLI's layer changes against your real home.
+    /// What the CLI's layer changes against your real home, and its fingerprint.
     Diff { name: String },
     /// Copies the layer into your real home (after a login, say), then drops it.
-    Apply { name: String },
+    Apply {
+        name: String,
+        /// Only if the layer still shows what `diff` showed with this fingerprint.
+        #[arg(long)]
+        expect: Option<String>,
+    },
     /// Drops the layer: the CLI starts from your real home again.
     Reset { name: String },
 }
@@ -78,6 +83,10 @@ pub fn state(project: &Project, cmd: StateCmd) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     let show = |out: &mut std::io::StdoutLock, changes: &[state::Change], verbose: bool| {
         for c in changes {
+            if c.kind == "left out" {
+                let _ = writeln!(out, "L ~/{} (left out: {})", escape(&c.path), escape(&c.diff));
+                continue;
+            }
             let _ = writeln!(out, "{} ~/{}", &c.kind[..1].to_ascii_uppercase(), escape(&c.path));
             if verbose && !c.diff.is_empty() {
                 let _ = write!(out, "{}", escape(&c.diff));
@@ -90,11 +99,18 @@ pub fn state(project: &Project, cmd: StateCmd) -> Result<i32> {
                 let _ = writeln!(out, "{}", escape(&name));
             }
         }
-        StateCmd::Diff { name } => show(&mut out, &state::diff(project, &name, &home)?, true),
-        StateCmd::Apply { name } => {
-            let changes = state::apply(project, &name, &home)?;
-            show(&mut out, &changes, false);
-            let _ = writeln!(out, "applied {} change(s) of {} to your home", changes.len(), escape(&name));
+        StateCmd::Diff { name } => {
+            let shown = state::diff(project, &name, &home)?;
+            show(&mut out, &shown.changes, true);
+            let fp = &shown.fingerprint;
+            let _ = writeln!(out, "fingerprint {fp} (`cairn wrap state apply {} --expect {fp}` applies exactly this)", escape(&name));
+        }
+        StateCmd::Apply { name, expect } => {
+            let applied = state::apply(project, &name, &home, expect.as_deref())?;
+            show(&mut out, &applied.shown.changes, false);
+            let n = applied.shown.changes.iter().filter(|c| c.kind != "left out").count();
+            let kept = if applied.kept { format!("; the layer is kept: a wrap session of {} runs on it", escape(&name)) } else { String::new() };
+            let _ = writeln!(out, "applied {n} change(s) of {} to your home (fingerprint {}){kept}", escape(&name), applied.shown.fingerprint);
         }
         StateCmd::Reset { name } => {
             state::reset(project, &name)?;

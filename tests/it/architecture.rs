@@ -71,7 +71,7 @@ const CORE_RULES: &[(&str, &[&str], &str)] = &[
     (r"\bstd::env\b|\buse std::\{[^}]*\benv\b|\benv::(var|vars|var_os|vars_os|args|current_dir|current_exe|temp_dir|home_dir|set_var|remove_var)\b", &["sandbox/child/probe.rs"], "reads the environment (the self-test probe reports the child's own, which must be empty)"),
     (r"\b(println|print|eprintln|eprint|dbg)!", &[], "prints"),
     (r"\bio::(stdout|stderr|stdin)\(", &["sandbox/child/mod.rs", "sandbox/child/probe.rs", "runbox/enter.rs"], "uses the standard streams (the sandbox child's are its protocol pipe; a run's confined side reports a bad spec there)"),
-    (r"\bprocess::Command\b|\bCommand::new\(", &["sandbox/spawn.rs", "llm.rs", "runbox/launch.rs", "runbox/unconfined.rs", "jj/cli.rs"], "starts a process (the sandbox child; the LLM command provider; the confined side of a run or a wrap session; the opt-in unconfined fallback; the user's jj)"),
+    (r"\bprocess::Command\b|\bCommand::new\(", &["sandbox/spawn.rs", "llm.rs", "runbox/launch.rs", "runbox/unconfined.rs", "jj/cli.rs", "wrap/gitconfig.rs"], "starts a process (the sandbox child; the LLM command provider; the confined side of a run or a wrap session; the opt-in unconfined fallback; the user's jj; the user's git, listing its configuration for a wrapped agent's)"),
     (r"\bprocess::exit\(", &["sandbox/child/mod.rs"], "exits the process (only the sandbox child ends itself)"),
     (r"\b(clap|nvim_rs|rmcp|tokio|tracing_subscriber)::", &[], "uses a frontend crate"),
 ];

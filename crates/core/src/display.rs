@@ -32,6 +32,30 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Bytes that may not be UTF-8 (a file or a name an agent made), as text that hides none of
+/// them: what decodes is kept, each byte that does not becomes `\xNN`, and a backslash in such
+/// bytes becomes `\\` (so `\xff` written as text never reads as the byte). Text that decodes
+/// whole is returned as it is. Control characters are left to [`escape`].
+pub fn escape_bytes(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => Cow::Owned(bytes_escaped(bytes)),
+    }
+}
+
+/// [`escape_bytes`]'s escaping whether or not `bytes` decode (so that two versions of a file,
+/// one of them not UTF-8, are shown alike).
+pub fn bytes_escaped(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 16);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 /// One line for a one-line field (a summary, a task): newlines escaped too.
 pub fn escape_line(text: &str) -> String {
     escape(text).replace('\n', "\\n")
@@ -57,6 +81,8 @@ mod tests {
         assert_eq!(escape_line("a\nb"), "a\\nb");
         assert_eq!(escape("x\u{200b}.txt .git\u{2060}/config \u{feff}"), "x\\u{200b}.txt .git\\u{2060}/config \\u{feff}");
         assert_eq!(escape("caf\u{e9} \u{4e2d} \u{1f600}"), "caf\u{e9} \u{4e2d} \u{1f600}", "visible text is kept");
+        assert_eq!(escape_bytes(b"plain \\x41"), "plain \\x41", "text stays as it is");
+        assert_eq!(escape_bytes(b"a\xff\\xff\xc3"), "a\\xff\\\\xff\\xc3", "an undecodable byte never reads as text");
         assert_eq!(tmux_literal("#(id>x) #{pane_id} ##[fg=red] %H\n"), "##(id>x) ##{pane_id} ####[fg=red] %%H\\n");
     }
 }

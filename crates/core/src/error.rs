@@ -70,6 +70,10 @@ pub enum Error {
     /// Another process already does this (a second `cairn up` on one project).
     #[error("{0}")]
     Busy(String),
+    /// `cairn wrap state apply --expect` refused: the CLI's state layer no longer shows what
+    /// the fingerprint named (its agent wrote meanwhile); nothing was applied.
+    #[error("the state of {name} is not what was shown (fingerprint {shown}, now {now}): nothing applied")]
+    StateChanged { name: String, shown: String, now: String },
     /// The agent has no proposal (yet): nothing to preview or review.
     #[error("agent {0} has no proposal yet")]
     NoProposal(String),
@@ -183,6 +187,7 @@ impl Error {
             Error::Usage(_) => "usage",
             Error::Database { .. } => "database",
             Error::Busy(_) => "busy",
+            Error::StateChanged { .. } => "state_changed",
             Error::NoProposal(_) => "no_proposal",
             Error::NothingReviewing => "nothing_reviewing",
             Error::Hunk(_) => "hunk",
@@ -235,6 +240,7 @@ impl Error {
             Error::Check(_) => "fix the script and run `cairn check <file>` again".into(),
             Error::NotVisible { fix, .. } => fix.clone(),
             Error::NoProposal(id) => format!("`cairn status {id}` shows where the agent is"),
+            Error::StateChanged { name, .. } => format!("`cairn wrap state diff {name}` shows it as it is now"),
             Error::NothingReviewing => "`:CairnListTasks` or `cairn list-agents` shows the agents".into(),
             Error::Hunk(_) => "the proposal changed: `:CairnRefresh` redraws it, or act on the whole agent".into(),
             Error::Tmux(_) => "run cairn inside tmux, or open the workspace path yourself".into(),
@@ -287,6 +293,7 @@ mod tests {
             Error::Usage(_) => (2, "usage"),
             Error::Database { .. } => (1, "database"),
             Error::Busy(_) => (1, "busy"),
+            Error::StateChanged { .. } => (1, "state_changed"),
             Error::NoProposal(_) => (1, "no_proposal"),
             Error::NothingReviewing => (1, "nothing_reviewing"),
             Error::Hunk(_) => (1, "hunk"),
@@ -331,6 +338,7 @@ mod tests {
             Error::TaskRefused { task: s(), message: s() },
             Error::Usage(s()),
             Error::Busy(s()),
+            Error::StateChanged { name: s(), shown: s(), now: s() },
             Error::Database { path: std::path::PathBuf::new(), message: s() },
             Error::NoProposal(s()),
             Error::NothingReviewing,

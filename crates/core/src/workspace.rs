@@ -86,7 +86,8 @@ pub struct Closed {
 }
 
 /// The home entries a preview shows besides `[wrap] home`: the editor's configuration and
-/// plugins (read through; what the editor writes there is thrown away).
+/// plugins, read-only. Never in a session that amends: what runs there (the agent's
+/// Makefile) could copy them into the proposal.
 const EDITOR_HOME: [&str; 3] = [".config/nvim", ".local/share/nvim", ".vimrc"];
 
 /// Runs a preview session of agent `id` to its end; `tick` is called about every 250 ms with
@@ -135,11 +136,14 @@ fn request<'a>(project: &Project, id: &str, s: &'a Session, dir: &Path) -> Resul
     let home = s.home.clone().filter(|h| h.is_absolute()).unwrap_or_else(|| PathBuf::from("/root"));
     let expand = |list: &[String]| list.iter().map(|p| runbox::expand(p, &home, &project.root)).collect::<Vec<_>>();
     let hide = expand(&w.hide);
-    let read_paths = expand(&w.read_paths);
+    let mut read_paths = expand(&w.read_paths);
+    if !s.amend {
+        read_paths.extend(EDITOR_HOME.iter().map(|e| home.join(e)));
+    }
     let mut shown = w.home.clone();
-    shown.extend(EDITOR_HOME.iter().map(|s| s.to_string()));
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
-    let home_plan = runbox::home_plan(&home, &shown, &[], &hide, &dir.join("home-layer"));
+    let generated = crate::wrap::gitconfig::files(project, &home, &shown);
+    let home_plan = runbox::home_plan(&home, &shown, &[], &hide, &dir.join("home-layer"), generated);
     let mut env = crate::wrap::env::for_preview(&project.env.0);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));

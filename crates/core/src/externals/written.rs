@@ -50,6 +50,7 @@ impl Host<'_> {
                 Written::Symlink { path } => out.skipped.push(Skipped { path: path.clone(), why: "a symlink (proposals hold regular files)".into() }),
                 Written::TooLarge { path, size } => out.skipped.push(Skipped { path: path.clone(), why: format!("{size} bytes: over the bound of what a command's writes may hold (not read)") }),
                 Written::TooDeep { path } => out.skipped.push(Skipped { path: path.clone(), why: format!("a directory nested deeper than {} levels (nothing below it read)", crate::runbox::MAX_DEPTH) }),
+                Written::Undecodable { path } => out.skipped.push(Skipped { path: path.clone(), why: "a name that is not UTF-8 (proposals hold text paths; nothing below it read)".into() }),
             }
         }
         Ok(())

@@ -1,25 +1,28 @@
 //! What a command wrote: pid 1 walks the overlay's upper layer once the command has ended and
 //! streams it into the run's `capture` file; the parent reads it back as [`Written`] entries.
 //! A wrap session's layer is read from outside, while the agent may still be changing it
-//! ([`scan`]).
+//! ([`scan`], [`stamps`]), and so is an agent CLI's state layer ([`scan_home`]).
 //!
-//! Both walks hold directory descriptors and open every entry relative to its directory with
+//! Every walk holds directory descriptors and opens every entry relative to its directory with
 //! `O_NOFOLLOW` (`O_DIRECTORY` for directories): a symlink swapped in anywhere, at any moment,
-//! is never followed, only reported. Sizes are bounded before a byte is read ([`Limits`]): by
-//! the apparent size and by the blocks on disk, per file and in total, so a sparse file of
-//! gigabytes costs nothing but a [`Written::TooLarge`] entry.
+//! is never followed, only reported; an entry gone meanwhile is left out. Sizes are bounded
+//! before a byte is read ([`Limits`]): by the apparent size and by the blocks on disk, per file
+//! and in total, so a sparse file of gigabytes costs nothing but a [`Written::TooLarge`] entry.
+//! A name that is not UTF-8 is reported ([`Written::Undecodable`], its bytes shown as `\xNN`),
+//! never read below nor applied.
 //!
 //! Records, little-endian: a tag, the path (u32 length + bytes), then for `F` the mode (u32)
 //! and content (u64 length + bytes), for `L` the apparent size (u64). `F` a file, `D` a
 //! deletion (an overlay whiteout), `O` a directory made anew (opaque: nothing below it comes
 //! from the lower layers), `S` a symlink (reported, never applied), `L` a file left out for
-//! its size, `P` a directory too deep to read ([`MAX_DEPTH`]). Paths under
-//! [`crate::paths::ALWAYS_SKIPPED`] names are left out.
+//! its size, `P` a directory too deep to read ([`MAX_DEPTH`]), `N` a name that is not UTF-8.
+//! In a project's layer, paths under [`crate::paths::ALWAYS_SKIPPED`] names are left out.
 
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use std::io::{BufWriter, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 /// One thing a command did to the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +36,9 @@ pub enum Written {
     TooLarge { path: String, size: u64 },
     /// A directory nested deeper than [`MAX_DEPTH`]: reported, nothing below it read.
     TooDeep { path: String },
+    /// A name that is not UTF-8 (`path` shows its bytes, see [`crate::display::escape_bytes`]):
+    /// reported, never read nor applied.
+    Undecodable { path: String },
 }
 
 /// How deep a walk goes into the layer: each level holds a descriptor and a frame of the
@@ -42,7 +48,7 @@ pub const MAX_DEPTH: usize = 128;
 impl Written {
     pub fn path(&self) -> &str {
         match self {
-            Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } | Written::TooLarge { path, .. } | Written::TooDeep { path } => path,
+            Written::File { path, .. } | Written::Deleted { path } | Written::Replaced { path } | Written::Symlink { path } | Written::TooLarge { path, .. } | Written::TooDeep { path } | Written::Undecodable { path } => path,
         }
     }
 }
@@ -67,18 +73,37 @@ impl Default for Limits {
 enum Kind {
     File,
     Whiteout,
+    /// A directory (walked below).
+    Dir,
     Opaque,
     Symlink,
     TooLarge(u64),
     TooDeep,
+    Undecodable,
 }
+
+/// How a walk goes: which names it keeps, whether it reads files.
+#[derive(Clone, Copy)]
+struct How {
+    /// A project's layer: [`crate::paths::ALWAYS_SKIPPED`] names are left out (a home's layer
+    /// keeps every name).
+    project: bool,
+    /// Regular files are opened and bounded (a capture); else only their status is looked at.
+    read: bool,
+}
+
+const PROJECT: How = How { project: true, read: true };
+
+/// The status of an entry, as a sync compares it: size, modification time (s, ns) and mode.
+pub type Stamp = (u64, i64, i64, u32);
 
 /// Walks the upper layer (pid 1, after the command).
 pub(super) fn write(upper: &OwnedFd, out: std::fs::File, limits: Limits) -> Result<(), String> {
     let mut w = BufWriter::new(out);
     let mut budget = limits;
-    walk(upper.as_fd(), "", 0, &mut budget, &mut |path, kind, file| {
-        w.write_all(&[tag(kind)])?;
+    walk(upper.as_fd(), "", 0, PROJECT, &mut budget, &mut |path, kind, file, _| {
+        let Some(tag) = tag(kind) else { return Ok(()) };
+        w.write_all(&[tag])?;
         w.write_all(&(path.len() as u32).to_le_bytes())?;
         w.write_all(path.as_bytes())?;
         match (kind, file) {
@@ -101,10 +126,41 @@ pub(super) fn write(upper: &OwnedFd, out: std::fs::File, limits: Limits) -> Resu
 
 /// Reads a written layer on disk (a wrap session's, from outside its namespace).
 pub fn scan(upper: &std::path::Path, limits: Limits) -> std::io::Result<Vec<Written>> {
-    let dir = rustix::fs::open(upper, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
-    let mut out = Vec::new();
     let mut budget = limits;
-    walk(dir.as_fd(), "", 0, &mut budget, &mut |path, kind, file| {
+    collect(upper, PROJECT, &mut budget)
+}
+
+/// Reads a layer of the home (an agent CLI's state, see `wrap::state`) as [`scan`] reads a
+/// project's, every name kept; `budget` is spent by what is read (several layers share it).
+pub fn scan_home(upper: &std::path::Path, budget: &mut Limits) -> std::io::Result<Vec<Written>> {
+    collect(upper, How { project: false, read: true }, budget)
+}
+
+/// The [`Stamp`] of every entry of a written layer (directories too), by path: what a sync
+/// compares to know whether anything changed, without reading a file.
+pub fn stamps(upper: &std::path::Path) -> std::io::Result<std::collections::BTreeMap<String, Stamp>> {
+    let dir = open_top(upper)?;
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir.as_fd(), "", 0, How { project: true, read: false }, &mut Limits::default(), &mut |path, kind, _, st| {
+        // (Such a name is never synced, and its shown form may be a real name's.)
+        if matches!(kind, Kind::Undecodable) {
+            return Ok(());
+        }
+        out.insert(path.to_string(), (st.st_size as u64, st.st_mtime, st.st_mtime_nsec as i64, st.st_mode));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The top of a layer (Cairn's own directory), not through a symlink.
+fn open_top(upper: &std::path::Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(upper, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?)
+}
+
+fn collect(upper: &std::path::Path, how: How, budget: &mut Limits) -> std::io::Result<Vec<Written>> {
+    let dir = open_top(upper)?;
+    let mut out = Vec::new();
+    walk(dir.as_fd(), "", 0, how, budget, &mut |path, kind, file, _| {
         let path = path.to_string();
         out.push(match (kind, file) {
             (Kind::File, Some((f, mode, len))) => {
@@ -112,35 +168,41 @@ pub fn scan(upper: &std::path::Path, limits: Limits) -> std::io::Result<Vec<Writ
                 f.take(len).read_to_end(&mut content)?;
                 Written::File { path, mode, content }
             }
-            (Kind::File, None) => return Ok(()),
+            (Kind::File | Kind::Dir, _) => return Ok(()),
             (Kind::Whiteout, _) => Written::Deleted { path },
             (Kind::Opaque, _) => Written::Replaced { path },
             (Kind::Symlink, _) => Written::Symlink { path },
             (Kind::TooLarge(size), _) => Written::TooLarge { path, size },
             (Kind::TooDeep, _) => Written::TooDeep { path },
+            (Kind::Undecodable, _) => Written::Undecodable { path },
         });
         Ok(())
     })?;
     Ok(out)
 }
 
-fn tag(kind: Kind) -> u8 {
-    match kind {
+/// A record's tag (`None`: a plain directory, which has none).
+fn tag(kind: Kind) -> Option<u8> {
+    Some(match kind {
         Kind::File => b'F',
         Kind::Whiteout => b'D',
+        Kind::Dir => return None,
         Kind::Opaque => b'O',
         Kind::Symlink => b'S',
         Kind::TooLarge(_) => b'L',
         Kind::TooDeep => b'P',
-    }
+        Kind::Undecodable => b'N',
+    })
 }
 
 /// A file opened for the capture: the open file, its mode and the bytes to read.
 type Opened = (std::fs::File, u32, u64);
-type Visit<'a> = dyn FnMut(&str, Kind, Option<Opened>) -> std::io::Result<()> + 'a;
+type Visit<'a> = dyn FnMut(&str, Kind, Option<Opened>, &rustix::fs::Stat) -> std::io::Result<()> + 'a;
 
-/// Calls `visit` for each entry of the layer under `dir` (`depth` levels down), in path order.
-fn walk(dir: std::os::fd::BorrowedFd, rel: &str, depth: usize, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
+/// Calls `visit` for each entry of the layer under `dir` (`depth` levels down), in path order,
+/// with its status (as opened, for a file read).
+fn walk(dir: std::os::fd::BorrowedFd, rel: &str, depth: usize, how: How, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
+    use rustix::fs::{statat, AtFlags, FileType};
     let mut names: Vec<Vec<u8>> = Vec::new();
     let mut entries = rustix::fs::Dir::read_from(dir)?;
     while let Some(e) = entries.next() {
@@ -150,34 +212,43 @@ fn walk(dir: std::os::fd::BorrowedFd, rel: &str, depth: usize, budget: &mut Limi
         }
     }
     names.sort();
-    for name in names {
-        let Ok(name) = String::from_utf8(name) else { continue };
-        if crate::paths::ALWAYS_SKIPPED.contains(&name.as_str()) {
+    for raw in names {
+        let name = std::ffi::OsStr::from_bytes(&raw);
+        let shown = crate::display::escape_bytes(&raw);
+        if how.project && crate::paths::ALWAYS_SKIPPED.contains(&shown.as_ref()) {
             continue;
         }
-        let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-        let st = rustix::fs::statat(dir, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
-        let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
-        match ft {
-            rustix::fs::FileType::CharacterDevice if st.st_rdev == 0 => visit(&path, Kind::Whiteout, None)?,
-            rustix::fs::FileType::Directory if depth + 1 >= MAX_DEPTH => visit(&path, Kind::TooDeep, None)?,
-            rustix::fs::FileType::Directory => {
-                let sub = match rustix::fs::openat(dir, name.as_str(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        let path = if rel.is_empty() { shown.to_string() } else { format!("{rel}/{shown}") };
+        let st = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            // Gone since the directory was read (the agent is still at work).
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if std::str::from_utf8(&raw).is_err() {
+            visit(&path, Kind::Undecodable, None, &st)?;
+            continue;
+        }
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::CharacterDevice if st.st_rdev == 0 => visit(&path, Kind::Whiteout, None, &st)?,
+            FileType::Directory if depth + 1 >= MAX_DEPTH => visit(&path, Kind::TooDeep, None, &st)?,
+            FileType::Directory => {
+                let sub = match rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
                     Ok(fd) => fd,
-                    // Swapped for a symlink since the stat: reported as what it is now.
+                    // Swapped for a symlink (or a file) since the stat: never followed.
                     Err(rustix::io::Errno::LOOP) | Err(rustix::io::Errno::NOTDIR) => {
-                        visit(&path, Kind::Symlink, None)?;
+                        visit(&path, Kind::Symlink, None, &st)?;
                         continue;
                     }
+                    Err(rustix::io::Errno::NOENT) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                if opaque(&sub) {
-                    visit(&path, Kind::Opaque, None)?;
-                }
-                walk(sub.as_fd(), &path, depth + 1, budget, visit)?;
+                visit(&path, if opaque(&sub) { Kind::Opaque } else { Kind::Dir }, None, &st)?;
+                walk(sub.as_fd(), &path, depth + 1, how, budget, visit)?;
             }
-            rustix::fs::FileType::RegularFile => file(dir, &name, &path, budget, visit)?,
-            rustix::fs::FileType::Symlink => visit(&path, Kind::Symlink, None)?,
+            FileType::RegularFile if how.read => file(dir, name, &path, budget, visit)?,
+            FileType::RegularFile => visit(&path, Kind::File, None, &st)?,
+            FileType::Symlink => visit(&path, Kind::Symlink, None, &st)?,
             _ => {}
         }
     }
@@ -185,10 +256,16 @@ fn walk(dir: std::os::fd::BorrowedFd, rel: &str, depth: usize, budget: &mut Limi
 }
 
 /// A regular file: opened without following, measured on the open file, then bounded.
-fn file(dir: std::os::fd::BorrowedFd, name: &str, path: &str, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
+fn file(dir: std::os::fd::BorrowedFd, name: &std::ffi::OsStr, path: &str, budget: &mut Limits, visit: &mut Visit) -> std::io::Result<()> {
     let fd = match rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::LOOP) => return visit(path, Kind::Symlink, None),
+        Err(rustix::io::Errno::LOOP) => {
+            return match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => visit(path, Kind::Symlink, None, &st),
+                Err(_) => Ok(()),
+            }
+        }
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
     let st = rustix::fs::fstat(&fd)?;
@@ -198,10 +275,10 @@ fn file(dir: std::os::fd::BorrowedFd, name: &str, path: &str, budget: &mut Limit
     let (apparent, on_disk) = (st.st_size as u64, st.st_blocks as u64 * 512);
     let size = apparent.max(on_disk);
     if size > budget.file || size > budget.total {
-        return visit(path, Kind::TooLarge(apparent), None);
+        return visit(path, Kind::TooLarge(apparent), None, &st);
     }
     budget.total -= size;
-    visit(path, Kind::File, Some((std::fs::File::from(fd), st.st_mode & 0o777, apparent)))
+    visit(path, Kind::File, Some((std::fs::File::from(fd), st.st_mode & 0o777, apparent)), &st)
 }
 
 /// Does overlayfs mark `dir` opaque (made anew over a lower directory)?
@@ -232,6 +309,7 @@ pub fn read(path: &std::path::Path) -> std::io::Result<Vec<Written>> {
             b'O' => Written::Replaced { path },
             b'S' => Written::Symlink { path },
             b'P' => Written::TooDeep { path },
+            b'N' => Written::Undecodable { path },
             b'L' => {
                 let mut size = [0u8; 8];
                 r.read_exact(&mut size)?;
@@ -253,4 +331,46 @@ fn read_bytes(r: &mut impl Read, width: usize) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::other("capture: cut short"));
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{scan, stamps, Limits};
+    use std::path::Path;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    /// A directory of the layer swapped for a symlink to a directory outside it, over and over,
+    /// while the layer is walked: no walk ever lists what is outside.
+    #[test]
+    fn a_walk_never_goes_through_a_symlink_swapped_in() {
+        let t = Path::new("/tmp").join(format!("cairn-capture-test-{}", std::process::id()));
+        let (layer, outside) = (t.join("layer"), t.join("outside"));
+        std::fs::create_dir_all(&layer).unwrap();
+        std::fs::create_dir_all(outside.join("OUTSIDE-DIR")).unwrap();
+        std::fs::write(outside.join("OUTSIDE-FILE"), "x").unwrap();
+        let (stop, swaps) = (AtomicBool::new(false), AtomicU64::new(0));
+        let outside_seen = std::thread::scope(|s| {
+            s.spawn(|| {
+                let d = layer.join("d");
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::fs::create_dir(&d).and_then(|()| std::fs::remove_dir(&d));
+                    let _ = std::os::unix::fs::symlink(&outside, &d).and_then(|()| std::fs::remove_file(&d));
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            // Thousands of walks, and the racer's thousands of swaps among them.
+            let (mut walks, mut found) = (0, None);
+            while found.is_none() && (walks < 3000 || swaps.load(Ordering::Relaxed) < 3000) {
+                walks += 1;
+                found = match (stamps(&layer), scan(&layer, Limits::default())) {
+                    (Ok(st), Ok(w)) => Some(st.into_keys().chain(w.iter().map(|w| w.path().to_string())).collect::<Vec<_>>()).filter(|seen| seen.iter().any(|p| p.contains("OUTSIDE"))),
+                    (st, w) => Some(vec![format!("a walk failed under the race: {:?} {:?}", st.err(), w.err())]),
+                };
+            }
+            stop.store(true, Ordering::Relaxed);
+            found
+        });
+        let _ = std::fs::remove_dir_all(&t);
+        assert!(outside_seen.is_none(), "{outside_seen:?}");
+    }
 }

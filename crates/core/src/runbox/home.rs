@@ -11,7 +11,9 @@
 //!   real one, whose upper layer is kept on disk in the CLI's layer
 //!   (`$CAIRN_HOME/wrap-state/<cli>/dirs/`), across sessions and crashes;
 //! - each state file (`~/.claude.json`) is read through the saved copy (or the real file),
-//!   and pid 1 saves the session's version into the layer (`files/`) when the command ends.
+//!   and pid 1 saves the session's version into the layer (`files/`) when the command ends;
+//! - a file Cairn generates in place of the user's (`~/.gitconfig` without credentials, see
+//!   `wrap::gitconfig`) lies in the same layer as the saved state files, above the real home.
 //!
 //! Why not one overlay of the whole home with its upper in the layer: `$CAIRN_HOME` usually
 //! lies inside the home, and overlayfs refuses layers inside one another.
@@ -32,6 +34,8 @@ pub struct Plan {
     pub state_files: Vec<String>,
     /// The CLI's layer (`$CAIRN_HOME/wrap-state/<cli>`).
     pub layer: PathBuf,
+    /// Files generated in place of the user's (relative path, content).
+    pub generated: Vec<(String, String)>,
 }
 
 /// The layer's directory for state entry `rel` (`/` escaped, so that entries never nest).
@@ -58,8 +62,9 @@ fn matches(pattern: &str, name: &str) -> bool {
 }
 
 /// The plan for the real home `real` (see the module docs). `shown` and `state` are paths
-/// relative to the home (patterns: a trailing `*` in the last component); `hide` absolute.
-pub fn plan(real: &Path, shown: &[String], state: &[String], hide: &[PathBuf], layer: &Path) -> Plan {
+/// relative to the home (patterns: a trailing `*` in the last component); `hide` absolute;
+/// `generated`: files shown in place of the user's (relative path, content).
+pub fn plan(real: &Path, shown: &[String], state: &[String], hide: &[PathBuf], layer: &Path, generated: Vec<(String, String)>) -> Plan {
     let rel = |p: &String| p.trim_start_matches("~/").trim_matches('/').to_string();
     let shown: Vec<String> = shown.iter().map(rel).filter(|s| !s.is_empty()).collect();
     let state_patterns: Vec<String> = state.iter().map(rel).filter(|s| !s.is_empty()).collect();
@@ -84,7 +89,7 @@ pub fn plan(real: &Path, shown: &[String], state: &[String], hide: &[PathBuf], l
             if is_dir { state_dirs.push(r) } else { state_files.push(r) }
         }
     }
-    let visible: Vec<String> = shown.iter().chain(&state_dirs).chain(&state_files).cloned().collect();
+    let visible: Vec<String> = shown.iter().chain(&state_dirs).chain(&state_files).cloned().chain(generated.iter().map(|(p, _)| p.clone())).collect();
     let mut hidden = Vec::new();
     walk(real, "", &visible, &mut hidden);
     for h in hide.iter().filter_map(|h| h.strip_prefix(real).ok()) {
@@ -93,7 +98,7 @@ pub fn plan(real: &Path, shown: &[String], state: &[String], hide: &[PathBuf], l
             hidden.push(h);
         }
     }
-    Plan { real: real.to_path_buf(), hidden, state_dirs, state_files, layer: layer.to_path_buf() }
+    Plan { real: real.to_path_buf(), hidden, state_dirs, state_files, layer: layer.to_path_buf(), generated }
 }
 
 /// Entries under `dir` (relative `rel`) that no visible path names or leads to: hidden.

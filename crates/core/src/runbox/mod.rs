@@ -37,7 +37,7 @@ mod unconfined;
 mod view;
 pub mod wrap;
 
-pub use capture::{scan, Limits, Written, MAX_DEPTH};
+pub use capture::{scan, scan_home, stamps, Limits, Stamp, Written, MAX_DEPTH};
 pub use home::{entry_path, plan as home_plan, Plan as HomePlan};
 pub(crate) use install::which;
 pub use launch::settle;

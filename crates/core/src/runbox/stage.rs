@@ -5,6 +5,8 @@
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::review::diff::{ChangeKind, FileChange};
+use rustix::fs::{Mode, OFlags};
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,27 +50,19 @@ fn sweep(runs: &Path) {
     }
 }
 
-/// Removes `path` whole (a run's, a session's or a preview's directory); overlayfs leaves a
-/// work directory without permissions (which an ordinary user cannot open), opened up first.
+/// Removes `path` whole (a run's, a session's or a preview's directory, an agent CLI's state
+/// layer). What is below `path` was written by a confined command, maybe still at work: it
+/// is removed descriptor-relative, never through a symlink (a link is removed, not
+/// followed), and a directory it cannot list or empty (overlayfs's work directory has no
+/// permissions; an ordinary user cannot open it) is opened up through its own descriptor.
 pub fn remove_tree(path: &Path) -> Result<()> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    if !meta.is_dir() {
-        return std::fs::remove_file(path).map_err(|e| Error::io(path, e));
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return Err(Error::InvalidPath(path.display().to_string())) };
+    let dir = rustix::fs::open(parent, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(parent, e.into()));
+    match dir {
+        Ok(dir) => crate::store::fsx::remove_tree_at(dir.as_fd(), name).map_err(|e| Error::io(path, e)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
-    if std::fs::remove_dir_all(path).is_ok() {
-        return Ok(());
-    }
-    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
-    if let Ok(rd) = std::fs::read_dir(path) {
-        for e in rd.flatten() {
-            remove_tree(&e.path())?;
-        }
-    }
-    std::fs::remove_dir(path).map_err(|e| Error::io(path, e))
 }
 
 /// A relative path that stays inside the stage (the overlay's own paths are checked when

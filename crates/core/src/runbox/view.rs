@@ -195,6 +195,13 @@ fn home(plan: &super::home::Plan, ids: &Ids, boxed: &Path, at: &Path, (uid, gid)
             chown(&to, uid, gid)?;
         }
     }
+    // Files generated in place of the user's (their git configuration without credentials).
+    for (rel, content) in &plan.generated {
+        let to = files.join(rel);
+        make_dirs(to.parent().unwrap_or(&files))?;
+        std::fs::write(&to, content).map_err(|e| format!("{rel}: {e}"))?;
+        chown(&to, uid, gid)?;
+    }
     for layer_root in [&mask, &files] {
         chown_dirs(layer_root, uid, gid)?;
     }

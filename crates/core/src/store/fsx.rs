@@ -313,3 +313,78 @@ pub fn remove(root: &Path, rel: &str) -> Result<()> {
         Err(e) => Err(err(root, rel, e)),
     }
 }
+
+/// Removes `name` in `dir` and, for a directory, everything below it, never through a symlink
+/// (a link is removed, not followed): what is there may be written by a confined command,
+/// maybe still at work. A directory its owner cannot list or empty (overlayfs's work directory
+/// has no permissions) is opened up through its own descriptor first. Absent is fine.
+pub fn remove_tree_at(dir: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    remove_below(dir, name, 0)
+}
+
+fn remove_below(dir: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr, depth: usize) -> std::io::Result<()> {
+    use rustix::io::Errno;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    match rfs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        // A directory (EISDIR on Linux).
+        Err(Errno::ISDIR | Errno::PERM) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if depth > 4096 {
+        return Err(std::io::Error::other("nested too deep to remove"));
+    }
+    let at = match rfs::openat(dir, name, OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    // Its owner's rights, through the descriptor: this directory's mode changes, whatever is
+    // at the name by now.
+    if rfs::fstat(&at).is_ok_and(|st| st.st_mode & 0o700 != 0o700) {
+        let _ = std::fs::set_permissions(format!("/proc/self/fd/{}", at.as_raw_fd()), std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    }
+    let sub = rfs::openat(&at, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    drop(at);
+    let mut names = Vec::new();
+    for e in rfs::Dir::read_from(&sub)? {
+        let n = e?.file_name().to_bytes().to_vec();
+        if n != b"." && n != b".." {
+            names.push(n);
+        }
+    }
+    for n in names {
+        remove_below(sub.as_fd(), std::ffi::OsStr::from_bytes(&n), depth + 1)?;
+    }
+    match rfs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A tree with a directory its owner may not list and symlinks to what is outside: it goes
+    /// whole, and what the links point at stays.
+    #[test]
+    fn a_tree_is_removed_without_following_its_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = std::path::Path::new("/tmp").join(format!("cairn-fsx-test-{}", std::process::id()));
+        let (tree, outside) = (t.join("tree"), t.join("outside"));
+        std::fs::create_dir_all(tree.join("a/locked/deep")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "keep").unwrap();
+        std::fs::write(tree.join("a/locked/deep/f"), "f").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("a/link")).unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("a/locked/link")).unwrap();
+        std::fs::set_permissions(tree.join("a/locked"), std::fs::Permissions::from_mode(0)).unwrap();
+        let mode = std::fs::metadata(&outside).unwrap().permissions().mode();
+        let parent = std::fs::File::open(&t).unwrap();
+        super::remove_tree_at(std::os::fd::AsFd::as_fd(&parent), "tree".as_ref()).unwrap();
+        assert!(!tree.exists());
+        assert_eq!(std::fs::read_to_string(outside.join("keep")).unwrap(), "keep");
+        assert_eq!(std::fs::metadata(&outside).unwrap().permissions().mode(), mode, "a link's target kept its mode");
+        let _ = std::fs::remove_dir_all(&t);
+    }
+}

@@ -25,6 +25,7 @@ use std::time::Duration;
 mod argv;
 pub use argv::{command_line, command_text, recorded};
 pub mod env;
+pub(crate) mod gitconfig;
 pub mod state;
 
 /// How often the written layer is looked at while CMD runs.
@@ -108,6 +109,8 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
     let req = request(project, opts)?;
+    // The CLI's state layer is this session's while it runs (`cairn wrap state`).
+    let _state = state::hold(&req.home_plan.layer)?;
     let mut live = Live { seen: BTreeMap::new(), turn_mark: None };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
@@ -162,7 +165,8 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
     let search = project.env.get("PATH").unwrap_or("/usr/bin:/bin").to_string();
     let mut env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));
-    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer);
+    let generated = gitconfig::files(project, &home, &shown);
+    let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer, generated);
     env.retain(|(k, _)| k != "HOME");
     env.push(("HOME".into(), home.to_string_lossy().into_owned()));
     let streams = match &opts.streams {
@@ -306,12 +310,7 @@ pub fn recover_in(project: &Project, bin: &crate::store::bin::Bin) -> Result<Vec
 }
 
 /// Size, modification time and mode of an entry of the layer (what a sync compares).
-type Stamp = (u64, i64, i64, u32);
-
-fn stamp(m: &std::fs::Metadata) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
-    (m.len(), m.mtime(), m.mtime_nsec(), m.mode())
-}
+type Stamp = runbox::Stamp;
 
 /// Brings the agent's overlay in line with the layer: entries new or changed since the last
 /// sync are applied, entries gone are put back to where the session started. A proposal
@@ -375,25 +374,8 @@ fn sync_as(project: &Project, agent: &str, staged: &Staged, dir: &Path, seen: &m
     Ok(true)
 }
 
-/// The stamp of every entry of the layer, by path.
+/// The stamp of every entry of the layer, by path, walked as the capture walks it: never
+/// through a symlink the agent swaps in (its layer is written while it runs).
 fn stamps(upper: &Path) -> Result<BTreeMap<String, Stamp>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![(upper.to_path_buf(), String::new())];
-    while let Some((dir, rel)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
-        for e in rd.flatten() {
-            let Some(name) = e.file_name().to_str().map(str::to_string) else { continue };
-            if crate::paths::ALWAYS_SKIPPED.contains(&name.as_str()) {
-                continue;
-            }
-            let path = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
-            if meta.is_dir() {
-                stack.push((e.path(), path.clone()));
-            }
-            out.insert(path, stamp(&meta));
-        }
-    }
-    Ok(out)
+    runbox::stamps(upper).map_err(|e| Error::io(upper, e))
 }
-
