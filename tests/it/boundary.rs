@@ -115,14 +115,6 @@ fn probe_fixture() -> Fixture {
     Fixture::with_files(&[("probe.py", PROBE), ("src/app.py", "x = 1\n")])
 }
 
-/// A session on a new task (as `cairn mcp` would open one).
-fn session(f: &Fixture) -> (String, String) {
-    let p = f.project();
-    let t = cairn::tasks::create(&p, "agent:probe", "probe", "", &[], Vec::new()).unwrap();
-    let s = cairn::tasks::sessions::begin(&p, "agent:probe", &t.row.id, "key").unwrap();
-    (s.row.id.clone(), s.row.agent.clone())
-}
-
 #[test]
 fn probes_through_run_command_reach_nothing() {
     let f = probe_fixture();
@@ -140,7 +132,7 @@ fn probes_through_run_command_reach_nothing() {
 fn probes_through_session_exec_with_a_terminal_reach_nothing() {
     let f = probe_fixture();
     let t = Targets::new(&f);
-    let (sid, _) = session(&f);
+    let (sid, _) = probe_session(&f);
     // `script` gives cairn a controlling terminal, as a user's shell would.
     let line = format!(
         "{} --project-root {} --cairn-home {} session exec {sid} --actor agent:probe -- {}",
@@ -277,7 +269,7 @@ fn shell_quote(s: &str) -> String {
 fn as_root_the_command_is_nobody_and_its_writes_come_back() {
     let f = Fixture::with_files(&[("src/app.py", "x = 1\n"), ("secret.txt", "only-root\n")]);
     std::fs::set_permissions(f.root.join("secret.txt"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let (sid, agent) = session(&f);
+    let (sid, agent) = probe_session(&f);
     let cmd = "id -u; id -G; cat secret.txt; mkdir -p build/out && echo o > build/out/x.o; echo y >> src/app.py; ls -ld /tmp | cut -c1-10";
     let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:probe", "--json", "--", cmd]);
     assert_eq!(r.code, 0, "{r:?}");

@@ -110,18 +110,10 @@ fn wrap_without_a_terminal_sets_no_clipboard() {
     assert!(!buffers.contains("LEAK"), "a clipboard write got through: {buffers}");
 }
 
-/// A session on a new task, as `cairn mcp` opens one.
-fn session(f: &Fixture) -> (String, String) {
-    let p = f.project();
-    let t = cairn::tasks::create(&p, "agent:probe", "probe", "", &[], Vec::new()).unwrap();
-    let s = cairn::tasks::sessions::begin(&p, "agent:probe", &t.row.id, "key").unwrap();
-    (s.row.id.clone(), s.row.agent.clone())
-}
-
 #[test]
 fn session_exec_prints_no_class() {
     let f = fixture();
-    let (sid, _) = session(&f);
+    let (sid, _) = probe_session(&f);
     let exec = |json: bool| {
         let mut c = f.cmd();
         c.args(["session", "exec", &sid, "--actor", "agent:probe"]);
@@ -197,7 +189,7 @@ fn the_proxy_never_dials_the_hosts_own_address() {
 #[test]
 fn accepted_files_get_the_users_umask() {
     let f = Fixture::with_files(&[("a.txt", "a\n"), ("old.sh", "echo\n")]);
-    let (sid, agent) = session(&f);
+    let (sid, agent) = probe_session(&f);
     let cmd = "for m in 777 666 600; do echo $m > new$m; chmod $m new$m; done; chmod 777 old.sh";
     let r = f.cairn(&["session", "exec", &sid, "--actor", "agent:probe", "--json", "--", cmd]);
     assert_eq!(r.code, 0, "{r:?}");
@@ -220,7 +212,7 @@ fn accepted_files_get_the_users_umask() {
 #[test]
 fn files_that_run_by_themselves_are_flagged_in_review() {
     let f = Fixture::with_files(&[("Cargo.toml", "[package]\nname = \"x\"\n"), ("pyproject.toml", "[project]\nname = \"x\"\n")]);
-    let (sid, agent) = session(&f);
+    let (sid, agent) = probe_session(&f);
     let files = [
         ("rust-toolchain.toml", "[toolchain]\npath = \"tools/evil\"\n"),
         ("Cargo.toml", "[package]\nname = \"x\"\nbuild = \"src/innocent.rs\"\n"),

@@ -240,3 +240,11 @@ pub fn run_time_if_ran(p: &cairn::project::Project, id: &str) -> Option<Duration
     let ms = log.lines().rev().find_map(|l| l.strip_prefix("run ended after ")?.strip_suffix(" ms")?.parse::<u64>().ok())?;
     Some(Duration::from_millis(ms))
 }
+
+/// A session of `agent:probe` on a new task, as `cairn mcp` opens one: (session id, agent id).
+pub fn probe_session(f: &Fixture) -> (String, String) {
+    let p = f.project();
+    let t = cairn::tasks::create(&p, "agent:probe", "probe", "", &[], Vec::new()).unwrap();
+    let s = cairn::tasks::sessions::begin(&p, "agent:probe", &t.row.id, "key").unwrap();
+    (s.row.id.clone(), s.row.agent.clone())
+}

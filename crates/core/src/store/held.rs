@@ -75,16 +75,19 @@ impl Lease {
 }
 
 /// How many leases one process may keep at once: its soft descriptor limit raised to the
-/// hard one (at most 65,536), less room for everything else it opens.
+/// hard one (at most 65,536), less room for everything else it opens. Raised once per process.
 fn descriptors_for_leases() -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    let want = lim.maximum.unwrap_or(65_536).min(65_536);
-    if lim.current.is_some_and(|cur| cur < want) {
-        lim.current = Some(want);
-        let _ = setrlimit(Resource::Nofile, lim);
-    }
-    (getrlimit(Resource::Nofile).current.unwrap_or(1024) as usize).saturating_sub(512)
+    static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ROOM.get_or_init(|| {
+        let mut lim = getrlimit(Resource::Nofile);
+        let want = lim.maximum.unwrap_or(65_536).min(65_536);
+        if lim.current.is_some_and(|cur| cur < want) {
+            lim.current = Some(want);
+            let _ = setrlimit(Resource::Nofile, lim);
+        }
+        (getrlimit(Resource::Nofile).current.unwrap_or(1024) as usize).saturating_sub(512)
+    })
 }
 
 enum LeaseState {
