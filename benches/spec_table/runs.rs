@@ -115,10 +115,14 @@ fn via_wrap(c: &Ctx, rows: &mut Vec<Row>) {
 }
 
 /// Output through the pty relay: `cairn wrap` on a terminal (a pty pair made here plays the
-/// user's), the agent writing 100 MiB, the bench reading them as a terminal emulator would.
+/// user's), the agent writing 100 MiB of text (`yes`: what passes the relay's filter as it is,
+/// where NULs, like every control a terminal acts on, are left out), the bench reading them as
+/// a terminal emulator would, up to an end line the agent prints last.
 fn relay(c: &Ctx, rows: &mut Vec<Row>) {
     use rustix::pty::OpenptFlags;
     const BYTES: u64 = 100 << 20;
+    const END: &[u8] = b"cairn-bench-end";
+    let script = format!("yes | head -c {BYTES}; echo cairn-bench-end");
     let v = sample(c.runs, || {
         let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
         rustix::pty::grantpt(&master).expect("grantpt");
@@ -127,29 +131,44 @@ fn relay(c: &Ctx, rows: &mut Vec<Row>) {
         let t = Instant::now();
         let mut child = c
             .cairn()
-            .args(["wrap", "--", "head", "-c", &BYTES.to_string(), "/dev/zero"])
+            .args(["wrap", "--", "sh", "-c", &script])
             .stdin(Stdio::from(slave.try_clone().expect("dup")))
             .stdout(Stdio::from(slave.try_clone().expect("dup")))
             .stderr(Stdio::from(slave))
             .spawn()
             .expect("cairn wrap");
-        let mut got = 0u64;
+        // Lines of exactly `y` are the agent's; every other line is the session's banner.
+        let (mut lines, mut line, mut banner, mut ended) = (0u64, Vec::with_capacity(256), Vec::new(), false);
         let mut buf = vec![0u8; 1 << 16];
-        let mut banner = Vec::new();
-        while got < BYTES {
-            match rustix::io::read(&master, &mut buf) {
+        while !ended {
+            let n = match rustix::io::read(&master, &mut buf) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    got += buf[..n].iter().filter(|b| **b == 0).count() as u64;
-                    banner.extend(buf[..n].iter().filter(|b| **b != 0));
+                Ok(n) => n,
+            };
+            for &b in &buf[..n] {
+                if b != b'\n' {
+                    if line.len() < 256 && b != b'\r' {
+                        line.push(b);
+                    }
+                    continue;
                 }
+                if line == b"y" {
+                    lines += 1;
+                } else if line.ends_with(END) {
+                    ended = true;
+                } else {
+                    banner.extend_from_slice(&line);
+                    banner.push(b'\n');
+                }
+                line.clear();
             }
         }
         let elapsed = t.elapsed();
         // The rest (the closing banner) until cairn wrap ends.
         std::thread::spawn(move || while matches!(rustix::io::read(&master, &mut buf), Ok(n) if n > 0) {});
         child.wait().expect("wait");
-        assert_eq!(got, BYTES, "the relay lost output");
+        assert!(ended, "the relay lost the agent's last line");
+        assert_eq!(lines, BYTES / 2, "the relay lost output");
         assert!(String::from_utf8_lossy(&banner).contains("wrap session "), "no session banner");
         elapsed
     });
