@@ -63,6 +63,10 @@ local function highlights()
   hl(0, 'CairnDelete', { link = 'DiffDelete', default = true })
   hl(0, 'CairnHeader', { link = 'Comment', default = true })
   hl(0, 'CairnConflict', { link = 'DiffText', default = true })
+  -- Changed words inside a line (0.12 names the added side's text DiffTextAdd).
+  hl(0, 'CairnAddWord', { link = vim.fn.hlexists('DiffTextAdd') == 1 and 'DiffTextAdd' or 'DiffText', default = true })
+  hl(0, 'CairnDeleteWord', { link = 'DiffText', default = true })
+  hl(0, 'CairnLabel', { link = 'CairnHeader', default = true })
 end
 highlights()
 vim.api.nvim_create_autocmd('ColorScheme', { group = vim.api.nvim_create_augroup('cairn_highlights', {}), callback = highlights, desc = 'cairn: default highlight links' })

@@ -1,75 +1,26 @@
---- Ghost text: the only module that owns the `cairn` namespace and sets extmarks.
+--- Ghost text: the only module that owns the `cairn` namespace and sets extmarks (drawing in
+--- `cairn.ghost.draw`, with `layout` for widths and `words` for the word diff).
 ---
 --- The host pushes every pending proposal: the focused agent's (selected, or the newest) as
 --- `{agent = {id, mark, summary, ...}, files = {[abs_path] = {path, kind, hunks = {{old_start,
 --- removed, added}}, conflicts = {{s, e}}, conflict_with, overlaps}}}`, the others' in `others`
 --- (same shape), and `status` (the project's status line). Positions are 0-based lines of the
---- file on disk. Each hunk renders as: removed lines highlighted `CairnDelete`, added lines as
---- `virt_lines` in `CairnAdd`, a sign (with the agent's mark when several agents have
---- proposals), and one header line per agent and file. A hunk that conflicts with what
---- landed (another agent's accept, the user's edit) uses `CairnConflict` and says with whom;
---- a hunk that overlaps another pending proposal, or the buffer's unsaved edits, says so.
---- Marks are extmarks, so they follow edits; rows are clamped, so nothing throws at the end
---- of a buffer.
+--- file on disk. Each hunk renders as: removed lines highlighted `CairnDelete` (changed words
+--- `CairnDeleteWord`), added lines as `virt_lines` in `CairnAdd` (changed words
+--- `CairnAddWord`) wrapped to the narrowest window that shows the buffer and laid out again
+--- when it resizes, a sign (with the agent's mark when several agents have proposals), and
+--- one header line per agent and file, leading with mark, state and revision. Where several
+--- agents' proposals meet, each body is labelled with its agent's mark. A hunk that conflicts
+--- with what landed (another agent's accept, the user's edit) uses `CairnConflict` and says
+--- with whom; a hunk that overlaps another pending proposal, or the buffer's unsaved edits,
+--- says so. Marks are extmarks, so they follow edits; rows are clamped, so nothing throws at
+--- the end of a buffer.
 local M = {}
 
-local MARKS = { pass = '✓', fail = '✗', pending = '…' }
-
---- The mark of one check: `✓`, `✗` or `…`, and for a check an agent wrote, its author and
---- whether it counts for the gates: `✓(agent:x, not counted)`. `c` is a result string or a
---- check table (`{result, by, counts}` from the host, or a task's `{result, author,
---- approved_by}`).
-function M.check_mark(c)
-  if type(c) ~= 'table' then
-    return MARKS[c] or '?'
-  end
-  local mark = MARKS[c.result] or '?'
-  local by = c.by
-  if by == nil and type(c.author) == 'string' and not c.author:match('^human') then
-    by = c.author
-  end
-  if type(by) ~= 'string' then
-    return mark
-  end
-  local counts = c.counts
-  if counts == nil then
-    counts = type(c.approved_by) == 'string'
-  end
-  return string.format('%s(%s%s)', mark, require('cairn.notify').escape(by), counts == true and ', approved' or ', not counted')
-end
-
---- What the header says of the agent's state: at work (the proposal is still growing), undone,
---- its revision and how many hunks changed since the user last reviewed.
-function M.state_text(agent, file)
-  local parts = {}
-  if agent.in_progress == true then
-    table.insert(parts, 'in progress')
-  elseif agent.state == 'undone' then
-    table.insert(parts, 'undone')
-  end
-  if type(agent.revision) == 'number' and agent.revision > 1 then
-    local changed = 0
-    for _, r in ipairs(type(file.revised) == 'table' and file.revised or {}) do
-      if r == true then
-        changed = changed + 1
-      end
-    end
-    table.insert(parts, string.format('revision %d, %d changed since your review', agent.revision, changed))
-  end
-  return #parts > 0 and ('  [' .. table.concat(parts, '; ') .. ']') or ''
-end
-
---- `  checks ✓✗…` for the agent's task checks ('' without any).
-function M.checks_text(checks)
-  if type(checks) ~= 'table' or #checks == 0 then
-    return ''
-  end
-  local marks = {}
-  for _, c in ipairs(checks) do
-    table.insert(marks, M.check_mark(c))
-  end
-  return '  checks ' .. table.concat(marks, ' ')
-end
+local header = require('cairn.ghost.header')
+M.check_mark = header.check_mark
+M.checks_text = header.checks_text
+M.state_text = header.state_text
 
 M.ns = vim.api.nvim_create_namespace('cairn')
 
@@ -79,6 +30,10 @@ M.payload = nil
 --- Per buffer: list of {mark = extmark id of the hunk's range, hunk = hunk, path = rel path}.
 ---@type table<integer, table[]>
 M.hunk_marks = {}
+
+--- Per buffer: the width and tabstop its ghost lines were laid out for.
+---@type table<integer, table>
+M.laid_out = {}
 
 local function buf_path(buf)
   local name = vim.api.nvim_buf_get_name(buf)
@@ -95,97 +50,7 @@ function M.clear(buf)
     vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   end
   M.hunk_marks[buf] = nil
-end
-
---- Does hunk `h` touch one of the buffer's unsaved edits `edits`?
-local function touches_unsaved(h, edits)
-  local s1, e1 = h.old_start, h.old_start + #(h.removed or {})
-  for _, e in ipairs(edits) do
-    if s1 <= e[2] and e[1] <= e1 then
-      return true
-    end
-  end
-  return false
-end
-
---- Draws one agent's hunks of a file. `multi`: several agents have proposals (signs carry the
---- agent's mark).
-local function draw(buf, file, agent, multi, map, unsaved, marks)
-  local set = vim.api.nvim_buf_set_extmark
-  local n = vim.api.nvim_buf_line_count(buf)
-  local function row(r)
-    return math.max(0, math.min(map(r), n - 1))
-  end
-  local esc = require('cairn.notify').escape
-  local mark = (multi and type(agent.mark) == 'string') and agent.mark or ''
-  local whole_conflict = file.file_conflict and file.file_conflict ~= vim.NIL
-  local with = (type(file.conflict_with) == 'table' and #file.conflict_with > 0) and file.conflict_with or { 'your edit' }
-  for i, h in ipairs(file.hunks or {}) do
-    local removed, added = h.removed or {}, h.added or {}
-    local first = row(h.old_start)
-    local conflict = whole_conflict or M.in_conflict(file, h)
-    local sign = conflict and '!' or (#removed == 0 and '+') or (#added == 0 and '-') or '~'
-    local revised = type(file.revised) == 'table' and file.revised[i] == true
-    if revised and not conflict then
-      sign = 'R'
-    end
-    sign = mark:sub(1, 1) .. sign
-    local del_hl, add_hl = conflict and 'CairnConflict' or 'CairnDelete', 'CairnAdd'
-    local notes = {}
-    if conflict then
-      local who = {}
-      for _, w in ipairs(with) do
-        table.insert(who, w == 'your edit' and w or ('agent ' .. w))
-      end
-      table.insert(notes, 'conflicts with ' .. esc(table.concat(who, ', ')) .. '; the agent proposes (:CairnResolve):')
-    end
-    local over = type(file.overlaps) == 'table' and file.overlaps[i] or nil
-    if type(over) == 'table' and #over > 0 then
-      table.insert(notes, 'overlaps agent ' .. esc(table.concat(over, ', ')) .. ' (both change these lines)')
-    end
-    if touches_unsaved(h, unsaved) then
-      table.insert(notes, 'overlaps your unsaved edit')
-    end
-    local chunks = {}
-    for _, note in ipairs(notes) do
-      table.insert(chunks, { { note, 'CairnConflict' } })
-    end
-    for _, l in ipairs(added) do
-      table.insert(chunks, { { l, add_hl } })
-    end
-    if i == 1 then
-      -- Created before the hunk's own marks: virtual lines on one row show in creation order.
-      local at = (#removed > 0 or h.old_start == 0) and first or row(h.old_start - 1)
-      local jj = (type(agent.jj) == 'string' and agent.jj ~= '') and ('  jj ' .. agent.jj) or ''
-      local who = mark ~= '' and (mark .. ' ' .. agent.id) or agent.id
-      local header = string.format('cairn %s: %s  (%d hunk%s)%s%s', who, agent.summary or '', #file.hunks, #file.hunks == 1 and '' or 's', M.checks_text(agent.checks), jj)
-      header = header .. M.state_text(agent, file)
-      if type(file.runs_by_itself) == 'string' then
-        header = header .. '  ! ' .. file.runs_by_itself
-      end
-      header = esc(header)
-      set(buf, M.ns, at, 0, { virt_lines = { { { header, 'CairnHeader' } } }, virt_lines_above = true })
-    end
-    local range_end
-    if #removed > 0 then
-      local last = row(h.old_start + #removed - 1)
-      for r = first, last do
-        set(buf, M.ns, r, 0, { line_hl_group = del_hl, sign_text = r == first and sign or nil, sign_hl_group = del_hl })
-      end
-      if #chunks > 0 then
-        set(buf, M.ns, last, 0, { virt_lines = chunks })
-      end
-      range_end = last
-    else
-      -- Pure insertion after line old_start - 1 (before the first line when old_start is 0).
-      local above = h.old_start == 0
-      local anchor = above and 0 or row(h.old_start - 1)
-      set(buf, M.ns, anchor, 0, { virt_lines = chunks, virt_lines_above = above, sign_text = sign, sign_hl_group = conflict and 'CairnConflict' or 'CairnAdd' })
-      first, range_end = anchor, anchor
-    end
-    local id = set(buf, M.ns, first, 0, { end_row = range_end, end_col = 0, right_gravity = false, end_right_gravity = true })
-    table.insert(marks, { mark = id, hunk = h, path = file.path, conflict = conflict, agent = agent.id })
-  end
+  M.laid_out[buf] = nil
 end
 
 --- Renders the hunks of `file` into `buf` (one agent's).
@@ -199,12 +64,14 @@ function M.render_all(buf, entries, multi)
   if not require('cairn.config').values.ghost_text then
     return
   end
-  local map, unsaved = require('cairn.buffers').unsaved(buf)
-  local marks = {}
+  local draw = require('cairn.ghost.draw')
+  local ctx = draw.new(buf, M.ns, multi)
   for _, e in ipairs(entries) do
-    draw(buf, e.file, e.agent, multi, map, unsaved, marks)
+    draw.agent(ctx, e.file, e.agent)
   end
-  M.hunk_marks[buf] = marks
+  draw.finish(ctx)
+  M.hunk_marks[buf] = ctx.marks
+  M.laid_out[buf] = { ctx.width, ctx.ts }
   M.show_top_fill(buf)
 end
 
@@ -375,6 +242,49 @@ vim.api.nvim_create_autocmd({ 'TextChanged', 'InsertLeave' }, {
     end
   end,
   desc = 'cairn: ghost text placed on the lines of a buffer with unsaved edits',
+})
+
+--- Lays `buf`'s ghost text out again when the width or tabstop it was laid out for changed.
+function M.relayout(buf)
+  local was = M.laid_out[buf]
+  if was and vim.api.nvim_buf_is_valid(buf) and not vim.deep_equal(was, { require('cairn.ghost.layout').width(buf), vim.bo[buf].tabstop }) then
+    M.attach(buf)
+  end
+end
+
+vim.api.nvim_create_autocmd('WinResized', {
+  group = group,
+  callback = function()
+    local seen = {}
+    for _, win in ipairs(vim.v.event.windows or {}) do
+      local buf = vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win)
+      if buf and not seen[buf] then
+        seen[buf] = true
+        M.relayout(buf)
+      end
+    end
+  end,
+  desc = 'cairn: ghost lines laid out again for the new width',
+})
+
+vim.api.nvim_create_autocmd('OptionSet', {
+  group = group,
+  pattern = { 'wrap', 'number', 'relativenumber', 'numberwidth', 'signcolumn', 'foldcolumn', 'statuscolumn', 'tabstop' },
+  callback = function()
+    M.relayout(vim.api.nvim_get_current_buf())
+  end,
+  desc = 'cairn: ghost lines laid out again for the new text width',
+})
+
+vim.api.nvim_create_autocmd('WinClosed', {
+  group = group,
+  callback = function(ev)
+    -- The window is still there: look once it is gone (the others may be wider now).
+    vim.schedule(function()
+      M.relayout(ev.buf)
+    end)
+  end,
+  desc = 'cairn: ghost lines laid out again when a narrower window closes',
 })
 
 vim.api.nvim_create_autocmd({ 'BufWritePost', 'FileChangedShellPost' }, {

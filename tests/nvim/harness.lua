@@ -69,12 +69,23 @@ function H.run(ms, f, what)
   return result
 end
 
---- Ghost text marks in `buf`: {row, details}.
+--- Ghost text marks in `buf`: {row, details}, in screen order (on one row, the virtual lines
+--- above it first).
 function H.marks(buf)
   local out = {}
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require('cairn.ghost').ns, 0, -1, { details = true })) do
-    table.insert(out, { row = m[2], d = m[4] })
+    table.insert(out, { row = m[2], d = m[4], at = #out })
   end
+  table.sort(out, function(a, b)
+    if a.row ~= b.row then
+      return a.row < b.row
+    end
+    local aa, ba = a.d.virt_lines_above and 0 or 1, b.d.virt_lines_above and 0 or 1
+    if aa ~= ba then
+      return aa < ba
+    end
+    return a.at < b.at
+  end)
   return out
 end
 
