@@ -210,7 +210,7 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   local v = view()
   H.ok(v.marks > 0, 'extmarks of the cairn namespace')
   H.eq(v.hunks[1].old_start, 1, 'hunk A on line 2')
-  H.ok(v.header and v.header:find('[in progress', 1, true) and v.header:find('cairn ' .. id, 1, true), 'header: ' .. tostring(v.header))
+  H.ok(v.header and v.header:find('[in progress', 1, true) and v.header:find(' ' .. id .. ':', 1, true), 'header: ' .. tostring(v.header))
   H.eq({ v.agent.state, v.agent.in_progress, v.agent.revision }, { 'executing', true, 1 }, 'payload.agent while Claude works')
   H.eq(H.read(path), BASE, 'the file on disk untouched')
 

@@ -28,10 +28,10 @@ H.test('queue shows ghost text in a loaded buffer and in one opened later', func
   require('cairn').queue('agents/two.pym', false)
   -- The ghost text shows while the agent still runs ("[in progress]"); its summary once it
   -- submitted.
-  H.wait(10000, function() return H.hunks(buf) == 2 and (H.virt_text(buf)[1] or ''):match('^cairn %x+: two hunks') ~= nil end, 'two ghost hunks, submitted')
+  H.wait(10000, function() return H.hunks(buf) == 2 and (H.virt_text(buf)[1] or ''):match('^cairn %u+ %x+: two hunks') ~= nil end, 'two ghost hunks, submitted')
   local virt = H.virt_text(buf)
   H.ok(vim.tbl_contains(virt, 'a = 100') and vim.tbl_contains(virt, 'f = 600') and vim.tbl_contains(virt, 'g = 7'), vim.inspect(virt))
-  H.ok(virt[1]:match('^cairn %x+: two hunks'), 'header names the agent: ' .. virt[1])
+  H.ok(virt[1]:match('^cairn %u+ %x+: two hunks'), 'header leads with the mark, names the agent: ' .. virt[1])
   local deleted = 0
   for _, m in ipairs(H.marks(buf)) do
     if m.d.line_hl_group == 'CairnDelete' then
@@ -141,29 +141,38 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
     local p = require('cairn.ghost').payload
     return p and p.agent and p.agent.id
   end
+  -- Where two agents' proposals meet, each body is labelled with its agent's mark.
+  local function label(id)
+    for _, a in ipairs(require('cairn').status().agents) do
+      if a.id == id then
+        return '[' .. a.mark .. '] '
+      end
+    end
+    return '[?] '
+  end
   H.wait(3000, function() return focused() == second end, 'the latest agent focused')
   -- Both proposals are drawn at once, each with its agent's mark.
   H.wait(3000, function()
     local v = H.virt_text(buf)
-    return vim.tbl_contains(v, 'second version') and vim.tbl_contains(v, 'first version')
-  end, 'both agents drawn')
+    return vim.tbl_contains(v, label(second) .. 'second version') and vim.tbl_contains(v, label(first) .. 'first version')
+  end, function() return 'both agents drawn, each body labelled with its mark: ' .. vim.inspect(H.virt_text(buf)) end)
   -- The status snapshot: both agents, waiting, overlapping each other; `User CairnStatus`.
   H.wait(3000, function()
     local st = require('cairn').status()
     return #st.agents == 2 and #st.agents[1].overlaps == 1 and st.agents[1].waits == true
   end, 'the status snapshot: ' .. vim.inspect(require('cairn').status()))
   H.ok(require('cairn').statusline():find(first:sub(1, 4) .. ' waits ⚠B', 1, true), require('cairn').statusline())
-  H.ok(vim.tbl_contains(H.virt_text(buf), 'overlaps agent ' .. first .. ' (both change these lines)'), vim.inspect(H.virt_text(buf)))
+  H.ok(vim.tbl_contains(H.virt_text(buf), label(second) .. 'overlaps agent ' .. first .. ' (both change these lines)'), vim.inspect(H.virt_text(buf)))
   local fired = 0
   vim.api.nvim_create_autocmd('User', { pattern = 'CairnStatus', callback = function(ev) fired = #ev.data.agents end })
   -- An unsaved edit the proposals touch is marked too.
   vim.api.nvim_buf_set_lines(buf, 0, 1, false, { 'a = 1 # unsaved' })
   vim.api.nvim_exec_autocmds('TextChanged', { buffer = buf })
-  H.ok(vim.tbl_contains(H.virt_text(buf), 'overlaps your unsaved edit'), vim.inspect(H.virt_text(buf)))
+  H.ok(vim.tbl_contains(H.virt_text(buf), label(second) .. 'overlaps your unsaved edit'), vim.inspect(H.virt_text(buf)))
   vim.cmd('silent edit!')
   vim.cmd('CairnSelect ' .. first:sub(1, 4))
   H.wait(3000, function() return focused() == first end, 'the selected agent focused')
-  H.ok(vim.tbl_contains(H.virt_text(buf), 'second version'), 'the other one still drawn')
+  H.ok(vim.tbl_contains(H.virt_text(buf), label(second) .. 'second version'), 'the other one still drawn')
   local shown
   local orig = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)

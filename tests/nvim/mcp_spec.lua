@@ -11,6 +11,8 @@ H.test('an MCP session shows as ghost text, in :CairnTasks and :CairnLog', funct
   H.ok(vim.fn.executable(python) == 1, 'the MCP Python SDK venv (scripts/test.sh installs it): ' .. python)
   vim.cmd.edit(root .. '/src/lib.py')
   local buf = vim.api.nvim_get_current_buf()
+  -- Lines cut at the window's edge rather than wrapped: so is the header, whole in its extmark.
+  vim.wo.wrap = false
   -- The host starts with the first call; make sure it runs before the client does.
   H.run(10000, function(done) require('cairn').refresh(); require('cairn.rpc').call('ping', nil, done) end, 'the host')
   local out = vim.system({ python, H.repo .. '/tests/mcp/client.py', cairn, root }, { text = true, env = { CAIRN_HOME = vim.env.CAIRN_HOME } }):wait(60000)

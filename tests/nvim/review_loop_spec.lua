@@ -119,7 +119,7 @@ H.test('ghost text shows while the wrap agent is still executing, marked in prog
   H.eq({ a.id, a.state, a.in_progress, a.revision }, { id, 'executing', true, 1 }, 'payload.agent while executing')
   local head = header(buf)
   H.ok(head and head:find('[in progress', 1, true), 'header: ' .. tostring(head) .. ' / ' .. vim.inspect(H.virt_text(buf)))
-  H.ok(head:find('cairn ' .. id, 1, true), 'header names the agent: ' .. head)
+  H.ok(head:find('^cairn %u+ %[in progress%] ' .. id .. ':'), 'header leads with mark and state, then names the agent: ' .. head)
   local virt = H.virt_text(buf)
   H.ok(vim.tbl_contains(virt, 'b = 200') and vim.tbl_contains(virt, 'i = 900'), vim.inspect(virt))
   H.eq(H.read(path), BASE, 'the file on disk untouched')

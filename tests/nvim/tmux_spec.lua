@@ -24,8 +24,8 @@ local home = vim.env.CAIRN_HOME
 
 local function screen(target)
   local out = tmux({ 'capture-pane', '-p', '-t', target or 'cairn:0.0' })
-  -- Agent ids differ per run.
-  return (out:gsub('cairn %x%x%x%x%x%x:', 'cairn ID:'))
+  -- Agent ids (and marks) differ per run.
+  return (out:gsub('cairn %u+ %x%x%x%x%x%x:', 'cairn M ID:'))
 end
 
 local function send(keys)
@@ -53,10 +53,10 @@ end
 H.test('ghost text on screen: modify, delete, add at the buffer end', function()
   start()
   send(':CairnQueue agents/edit.pym')
-  H.wait(15000, function() return screen():find('cairn ID: edit notes') ~= nil end, 'ghost header on screen')
+  H.wait(15000, function() return screen():find('cairn M ID: edit notes') ~= nil end, 'ghost header on screen')
   H.eq(top_rows(9), {
     '  one',
-    '  cairn ID: edit notes  (3 hunks)',
+    '  cairn M ID: edit notes  (3 hunks)',
     '~ two',
     '  TWO',
     '  three',
@@ -69,11 +69,11 @@ end)
 
 H.test('ghost text on screen: insertion before the first line', function()
   send(':CairnReject')
-  H.wait(5000, function() return not screen():find('cairn ID:') end, 'ghost cleared after reject')
+  H.wait(5000, function() return not screen():find('cairn M ID:') end, 'ghost cleared after reject')
   send(':CairnQueue agents/top.pym')
-  H.wait(15000, function() return screen():find('cairn ID: add at top') ~= nil end, 'second ghost')
+  H.wait(15000, function() return screen():find('ID: add at top') ~= nil end, 'second ghost')
   H.eq(top_rows(4), {
-    '  cairn ID: add at top  (1 hunk)',
+    '  cairn M ID: add at top  (1 hunk)',
     '  zero',
     '+ one',
     '  two',
