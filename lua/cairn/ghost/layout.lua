@@ -7,6 +7,10 @@ local M = {}
 local escape = require('cairn.notify').escape
 local strwidth = vim.api.nvim_strwidth
 
+--- At most this many virtual lines for one proposed line (an agent's megabyte-long line would
+--- otherwise bury the buffer): the last one then says the line goes on.
+M.MAX_ROWS = 60
+
 --- The width of the text area ghost lines get in `buf`: the narrowest of the windows that
 --- show it with 'wrap' set (floating ones aside); nil when none does (then ghost lines are
 --- cut at the edge, as the buffer's own lines are).
@@ -44,7 +48,8 @@ end
 --- Lays out one proposed line. `segs`: `{{text, hl}, ...}`, the line's runs as the agent wrote
 --- them; `label`: `{text, hl}` put before the first virtual line (the next ones are indented
 --- as wide), or nil; `width`: cells per virtual line, or nil for one line whatever its length;
---- `ts`: the tabstop. Returns the virtual lines (each a list of `{text, hl}` chunks).
+--- `ts`: the tabstop. Returns the virtual lines (each a list of `{text, hl}` chunks), at most
+--- `M.MAX_ROWS`.
 function M.lines(segs, label, width, ts)
   -- Most lines: printable ASCII, narrower than the window, no label: drawn as they are.
   if not label then
@@ -71,28 +76,39 @@ function M.lines(segs, label, width, ts)
     width = indent + 1
   end
   local vcol = 0 -- the column in the proposed line itself, for tabs
+  local full = false -- no room left: the rest of the line is not laid out
   local function newline()
+    if #lines >= M.MAX_ROWS - 2 then
+      full = true
+      cur = {}
+      return
+    end
     lines[#lines + 1] = cur
     cur, used = {}, indent
     if indent > 0 then
       cur[1] = { string.rep(' ', indent), label[2] }
     end
   end
-  --- Appends `text` (safe, no tab) in `hl`, splitting at the width.
+  --- Appends `text` (no tab; `ascii`: printable ASCII only, else escaped here, each
+  --- character's escape kept on one row) in `hl`, splitting at the width.
   local function put(text, hl, ascii)
     if text == '' then
       return
     end
     if not width then
-      cur[#cur + 1] = { text, hl }
-      vcol = vcol + (ascii and #text or strwidth(text))
+      local safe = ascii and text or escape(text)
+      cur[#cur + 1] = { safe, hl }
+      vcol = vcol + (ascii and #text or strwidth(safe))
       return
     end
     if ascii then
       local i = 1
-      while i <= #text do
+      while i <= #text and not full do
         if used >= width then
           newline()
+          if full then
+            return
+          end
         end
         local n = math.min(width - used, #text - i + 1)
         cur[#cur + 1] = { text:sub(i, i + n - 1), hl }
@@ -102,6 +118,9 @@ function M.lines(segs, label, width, ts)
     end
     local run, run_w = {}, 0
     for ch in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+      if ch:find('[^\32-\126]') then
+        ch = escape(ch)
+      end
       local w = strwidth(ch)
       if used + run_w + w > width and used + run_w > indent then
         if #run > 0 then
@@ -109,6 +128,9 @@ function M.lines(segs, label, width, ts)
         end
         newline()
         run, run_w = {}, 0
+        if full then
+          return
+        end
       end
       run[#run + 1] = ch
       run_w, vcol = run_w + w, vcol + w
@@ -121,12 +143,11 @@ function M.lines(segs, label, width, ts)
   for _, seg in ipairs(segs) do
     local text, hl = seg[1], seg[2]
     local start = 1
-    while start <= #text do
+    while start <= #text and not full do
       local tab = text:find('\t', start, true)
       local piece = text:sub(start, (tab or #text + 1) - 1)
       if piece ~= '' then
-        local safe = piece:find('[^\32-\126]') and escape(piece) or piece
-        put(safe, hl, not safe:find('[\128-\255]'))
+        put(piece, hl, not piece:find('[^\32-\126]'))
       end
       if not tab then
         break
@@ -135,7 +156,9 @@ function M.lines(segs, label, width, ts)
       start = tab + 1
     end
   end
-  if #cur > 0 or #lines == 0 then
+  if full then
+    lines[#lines + 1] = { { '… the line goes on (:CairnDiff shows it whole)', 'CairnHeader' } }
+  elseif #cur > 0 or #lines == 0 then
     lines[#lines + 1] = cur
   end
   return lines

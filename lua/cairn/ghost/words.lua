@@ -7,9 +7,16 @@ local M = {}
 
 local diff = (vim.text and vim.text.diff) or vim.diff
 
---- Hunks up to this many lines (removed plus added) are paired by linematch; larger ones only
---- line by line when both sides have as many lines.
+--- Hunks up to this many lines (removed plus added), and this many bytes, are paired by
+--- linematch; larger ones only line by line when both sides have as many lines.
 local LINEMATCH_MAX = 40
+local LINEMATCH_BYTES = 16384
+
+--- Larger hunks (a rewritten file) are shown without a word diff.
+local PAIRS_MAX = 500
+
+--- A changed middle longer than this (bytes, both sides) is one run, not diffed by words.
+local MIDDLE_MAX = 4096
 
 --- The tokens of `s`, in order (their concatenation is `s`).
 function M.tokens(s)
@@ -36,8 +43,9 @@ function M.pairs(removed, added)
   if nr == 1 and na == 1 then
     return { { 1, 1 } }
   end
-  if nr + na <= LINEMATCH_MAX then
-    local ok, hunks = pcall(diff, table.concat(removed, '\n') .. '\n', table.concat(added, '\n') .. '\n', { result_type = 'indices', linematch = LINEMATCH_MAX })
+  local a, b = table.concat(removed, '\n') .. '\n', table.concat(added, '\n') .. '\n'
+  if nr + na <= LINEMATCH_MAX and #a + #b <= LINEMATCH_BYTES then
+    local ok, hunks = pcall(diff, a, b, { result_type = 'indices', linematch = LINEMATCH_MAX })
     if ok and type(hunks) == 'table' then
       for _, h in ipairs(hunks) do
         if h[2] == h[4] then
@@ -49,7 +57,7 @@ function M.pairs(removed, added)
       return out
     end
   end
-  if nr == na then
+  if nr == na and nr <= PAIRS_MAX then
     for k = 1, nr do
       out[k] = { k, k }
     end
@@ -98,29 +106,33 @@ local function word_byte(s, i)
 end
 
 --- The bytes `a` and `b` share at their start and at their end, as whole words (a change
---- inside a word changes the word).
+--- inside a word changes the word): `p`, `s`; and as bytes: `p0`, `s0`.
 local function common_ends(a, b)
   local n = math.min(#a, #b)
-  local p = 0
-  while p < n and a:byte(p + 1) == b:byte(p + 1) do
-    p = p + 1
+  local p0 = 0
+  while p0 < n and a:byte(p0 + 1) == b:byte(p0 + 1) do
+    p0 = p0 + 1
   end
+  local s0 = 0
+  while s0 < n - p0 and a:byte(#a - s0) == b:byte(#b - s0) do
+    s0 = s0 + 1
+  end
+  local p, s = p0, s0
   while p > 0 and word_byte(a, p) and (word_byte(a, p + 1) or word_byte(b, p + 1)) do
     p = p - 1
-  end
-  local s = 0
-  while s < n - p and a:byte(#a - s) == b:byte(#b - s) do
-    s = s + 1
   end
   while s > 0 and word_byte(a, #a - s + 1) and (word_byte(a, #a - s) or word_byte(b, #b - s)) do
     s = s - 1
   end
-  return p, s
+  return p, s, p0, s0
 end
 
 --- The changed runs of the middles `ma` of `a` and `mb` of `b` (both from byte `p`): one each
---- when either is a single word or nothing, else the words' diff.
+--- when either is a single word or nothing (or both are long), else the words' diff.
 local function middle_runs(ma, mb, p)
+  if #ma + #mb > MIDDLE_MAX then
+    return ma ~= '' and { { p, p + #ma } } or {}, mb ~= '' and { { p, p + #mb } } or {}
+  end
   local ta, tb = M.tokens(ma), M.tokens(mb)
   if #ta <= 1 or #tb <= 1 then
     return #ta > 0 and { { p, p + #ma } } or {}, #tb > 0 and { { p, p + #mb } } or {}
@@ -159,7 +171,7 @@ function M.ranges(a, b)
   if a == '' or b == '' then
     return nil
   end
-  local p, s = common_ends(a, b)
+  local p, s, p0, s0 = common_ends(a, b)
   local ra, rb = middle_runs(a:sub(p + 1, #a - s), b:sub(p + 1, #b - s), p)
   if not ra then
     return nil
@@ -168,9 +180,11 @@ function M.ranges(a, b)
   for _, r in ipairs(ra) do
     changed = changed + solid(a:sub(r[1] + 1, r[2]))
   end
-  -- What both keep must be a third of the shorter line at least, else they are two lines.
+  -- What both keep (counted by bytes: the part of a changed word that stays is kept) must be
+  -- a third of the shorter line at least, else they are two lines.
   local na, nb = solid(a), solid(b)
-  if (na - changed) * 3 < math.min(na, nb) then
+  local kept = na - changed + solid(a:sub(p + 1, p0)) + solid(a:sub(#a - s0 + 1, #a - s))
+  if kept * 3 < math.min(na, nb) then
     return nil
   end
   return ra, rb
