@@ -3,7 +3,9 @@
 -- proposed line entirely visible, laid out again when the window narrows; the changed word
 -- of a line drawn with other attributes than the unchanged ones, on the removed line and on
 -- the proposed one; two agents on one line, each body labelled with its agent's mark, in the
--- order of their headers; and the header of an agent at work saying so within 40 columns.
+-- order of their headers; the header of an agent at work saying so within 40 columns; and,
+-- with line numbers and the default 'signcolumn' (shown once the ghost text's signs are there),
+-- the first drawing already laid out for the text area that remains.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
 
 local socket = 'cairn-readable-' .. vim.fn.getpid()
@@ -16,11 +18,14 @@ end
 local COMMENT = '  # ' .. string.rep('why-', 36)
 local LONG = '    total = price * count' .. COMMENT
 assert(#LONG >= 170, 'the long line is 170 characters at least: ' .. #LONG)
+local WIDE = '  # ' .. string.rep('zz-', 50)
 
 local root = H.project({
   ['code.py'] = 'def f(price, count):\n    total = price * count\n    return total\n',
   ['both.txt'] = 'head\nx = 1\ntail\n',
   ['work.txt'] = 'w = 1\n',
+  ['wide.txt'] = 'a = 1\nb = 2\n',
+  ['agents/wide.pym'] = string.format('write_file("wide.txt", "a = 1%s\\nb = 2\\n")\nsubmit_result("wide", ["wide.txt"])\n', WIDE),
   -- Rewritten in place (never created later): the wrapped command's view sees the new text.
   ['gate.txt'] = 'wait\n',
   ['agents/long.pym'] = string.format([[
@@ -251,6 +256,27 @@ H.test('the header of an agent at work says so within 40 columns', function()
   f:write('go\n')
   f:close()
   H.eq(vim.fn.jobwait({ job }, 30000)[1], 0, 'cairn wrap ended: ' .. err)
+end)
+
+H.test('with line numbers and the default sign column, the first drawing fits the text area', function()
+  -- 'signcolumn' "auto" shows the sign column once the ghost text's signs are there: the
+  -- proposed line is laid out for the text area as it is then, not as it was before.
+  send(':only | set signcolumn=auto number | e wide.txt')
+  send(':CairnQueue agents/wide.pym')
+  H.wait(15000, function() return screen():find(': wide  (1 hunk)', 1, true) ~= nil end, function() return 'the wide proposal:\n' .. screen() end)
+  -- Gutter: 2 columns of signs and 4 of line numbers; virtual rows have blanks there.
+  local out = {}
+  for _, r in ipairs(rows()) do
+    local text = r:sub(7):gsub('%s+$', '')
+    if #out > 0 and r:find('^%S*%s*2 b = 2') then
+      break
+    end
+    if #out > 0 or (text:find('a = 1  #', 1, true) == 1 and not r:find('^%S*%s*1 ')) then
+      table.insert(out, text)
+    end
+  end
+  H.eq(table.concat(out, ''), 'a = 1' .. WIDE, 'the proposed line whole:\n' .. screen())
+  H.eq(#out[1], 74, 'its first row as wide as the text area (80 - 6):\n' .. screen())
 end)
 
 tmux({ 'kill-server' })

@@ -11,6 +11,25 @@ local strwidth = vim.api.nvim_strwidth
 --- otherwise bury the buffer): the last one then says the line goes on.
 M.MAX_ROWS = 60
 
+--- The columns before the text in window `win` of `buf` once the ghost text's signs are there:
+--- what Neovim last drew, or more where the sign column will appear ('signcolumn' "auto",
+--- the default, shows it only for a buffer with signs, and Neovim counts it at its next redraw).
+local function text_offset(win, buf, drawn)
+  local wo = vim.wo[win]
+  if wo.statuscolumn ~= '' then
+    return drawn
+  end
+  local n = 0
+  if wo.number or wo.relativenumber then
+    n = math.max(wo.numberwidth, #tostring(vim.api.nvim_buf_line_count(buf)) + 1)
+  end
+  n = n + (tonumber(wo.foldcolumn) or 0)
+  if wo.signcolumn:find('^auto') or wo.signcolumn:find('^yes') then
+    n = n + 2
+  end
+  return math.max(drawn, n)
+end
+
 --- The width of the text area ghost lines get in `buf`: the narrowest of the windows that
 --- show it with 'wrap' set (floating ones aside); nil when none does (then ghost lines are
 --- cut at the edge, as the buffer's own lines are).
@@ -20,7 +39,7 @@ function M.width(buf)
     if vim.wo[win].wrap and vim.api.nvim_win_get_config(win).relative == '' then
       local info = vim.fn.getwininfo(win)[1]
       if info then
-        local tw = info.width - info.textoff
+        local tw = info.width - text_offset(win, buf, info.textoff)
         w = w and math.min(w, tw) or tw
       end
     end

@@ -100,6 +100,11 @@ local function add_run(ranges, tokens, off, s, e)
   ranges[#ranges + 1] = { off[s], off[e + 1], tok = e }
 end
 
+--- Is `m` one token (or nothing): all word bytes, or all blanks?
+local function one_token(m)
+  return m == '' or not m:find('[^%w_\128-\255]') or not m:find('%S')
+end
+
 local function word_byte(s, i)
   local c = s:byte(i)
   return c ~= nil and (c >= 128 or c == 95 or (c >= 48 and c <= 57) or (c >= 65 and c <= 90) or (c >= 97 and c <= 122))
@@ -130,13 +135,13 @@ end
 --- The changed runs of the middles `ma` of `a` and `mb` of `b` (both from byte `p`): one each
 --- when either is a single word or nothing (or both are long), else the words' diff.
 local function middle_runs(ma, mb, p)
-  if #ma + #mb > MIDDLE_MAX then
+  local function whole()
     return ma ~= '' and { { p, p + #ma } } or {}, mb ~= '' and { { p, p + #mb } } or {}
   end
-  local ta, tb = M.tokens(ma), M.tokens(mb)
-  if #ta <= 1 or #tb <= 1 then
-    return #ta > 0 and { { p, p + #ma } } or {}, #tb > 0 and { { p, p + #mb } } or {}
+  if #ma + #mb > MIDDLE_MAX or one_token(ma) or one_token(mb) then
+    return whole()
   end
+  local ta, tb = M.tokens(ma), M.tokens(mb)
   local ok, hunks = pcall(diff, table.concat(ta, '\n') .. '\n', table.concat(tb, '\n') .. '\n', { result_type = 'indices' })
   if not ok or type(hunks) ~= 'table' then
     return nil
@@ -160,8 +165,9 @@ local function middle_runs(ma, mb, p)
   return ra, rb
 end
 
-local function solid(s)
-  return select(2, s:gsub('%S', ''))
+--- Bytes of `s` after its indentation.
+local function indent(s)
+  return (s:find('%S') or #s + 1) - 1
 end
 
 --- The changed byte ranges `{{s, e}, ...}` (0-based, end exclusive) of `a` (deleted) and of
@@ -178,13 +184,13 @@ function M.ranges(a, b)
   end
   local changed = 0
   for _, r in ipairs(ra) do
-    changed = changed + solid(a:sub(r[1] + 1, r[2]))
+    changed = changed + r[2] - r[1]
   end
-  -- What both keep (counted by bytes: the part of a changed word that stays is kept) must be
-  -- a third of the shorter line at least, else they are two lines.
-  local na, nb = solid(a), solid(b)
-  local kept = na - changed + solid(a:sub(p + 1, p0)) + solid(a:sub(#a - s0 + 1, #a - s))
-  if kept * 3 < math.min(na, nb) then
+  -- What both keep, indentation aside (counted by bytes: the part of a changed word that
+  -- stays is kept), must be a third of the shorter line at least, else they are two lines.
+  local ia, ib = indent(a), indent(b)
+  local kept = #a - changed + (p0 - p) + (s0 - s) - math.min(ia, ib, p0)
+  if kept * 3 < math.min(#a - ia, #b - ib) then
     return nil
   end
   return ra, rb
