@@ -115,14 +115,16 @@ fn via_wrap(c: &Ctx, rows: &mut Vec<Row>) {
 }
 
 /// Output through the pty relay: `cairn wrap` on a terminal (a pty pair made here plays the
-/// user's), the agent writing 100 MiB of text (`yes`: what passes the relay's filter as it is,
-/// where NULs, like every control a terminal acts on, are left out), the bench reading them as
-/// a terminal emulator would, up to an end line the agent prints last.
+/// user's), the agent writing 100 MiB of text in lines of 80 bytes (`yes`: text passes the
+/// relay's filter, where NULs, like every control a terminal acts on, are left out), the
+/// bench reading them as a terminal emulator would, up to an end line the agent prints last.
 fn relay(c: &Ctx, rows: &mut Vec<Row>) {
     use rustix::pty::OpenptFlags;
     const BYTES: u64 = 100 << 20;
     const END: &[u8] = b"cairn-bench-end";
-    let script = format!("yes | head -c {BYTES}; echo cairn-bench-end");
+    const LINE: &str = "warning: unused variable `x` in src/lib.rs:42:9 (a line of build output, 80 B).";
+    assert_eq!(LINE.len() + 1, 80);
+    let script = format!("yes '{LINE}' | head -c {BYTES}; echo cairn-bench-end");
     let v = sample(c.runs, || {
         let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
         rustix::pty::grantpt(&master).expect("grantpt");
@@ -137,7 +139,7 @@ fn relay(c: &Ctx, rows: &mut Vec<Row>) {
             .stderr(Stdio::from(slave))
             .spawn()
             .expect("cairn wrap");
-        // Lines of exactly `y` are the agent's; every other line is the session's banner.
+        // Lines of exactly LINE are the agent's; every other line is the session's banner.
         let (mut lines, mut line, mut banner, mut ended) = (0u64, Vec::with_capacity(256), Vec::new(), false);
         let mut buf = vec![0u8; 1 << 16];
         while !ended {
@@ -152,7 +154,7 @@ fn relay(c: &Ctx, rows: &mut Vec<Row>) {
                     }
                     continue;
                 }
-                if line == b"y" {
+                if line == LINE.as_bytes() {
                     lines += 1;
                 } else if line.ends_with(END) {
                     ended = true;
@@ -168,7 +170,7 @@ fn relay(c: &Ctx, rows: &mut Vec<Row>) {
         std::thread::spawn(move || while matches!(rustix::io::read(&master, &mut buf), Ok(n) if n > 0) {});
         child.wait().expect("wait");
         assert!(ended, "the relay lost the agent's last line");
-        assert_eq!(lines, BYTES / 2, "the relay lost output");
+        assert_eq!(lines, BYTES / 80, "the relay lost output");
         assert!(String::from_utf8_lossy(&banner).contains("wrap session "), "no session banner");
         elapsed
     });

@@ -11,10 +11,14 @@ fn shape(f: &Fixture) -> Vec<(String, i64)> {
     f.stable_rows().into_iter().map(|r| (r.0, r.1)).collect()
 }
 
-/// What a full index of the tree as it is now holds (in a fresh `stable.db`, then put back).
+/// What a full index of the tree as it is now holds (in a fresh `stable.db`, then put back,
+/// with the record of which files are Cairn's own: the fresh index re-records it, and the
+/// database put back would otherwise read as replaced by someone else).
 fn fresh_shape(f: &Fixture) -> Vec<(String, i64)> {
     let db = f.root.join(".agentfs/stable.db");
     let keep = f.root.join(".agentfs/stable.keep");
+    let origin = f.root.join(".agentfs/origin");
+    let record = std::fs::read(&origin).expect("the origin record");
     for s in ["", "-wal", "-shm"] {
         let _ = std::fs::rename(format!("{}{s}", db.display()), format!("{}{s}", keep.display()));
     }
@@ -24,6 +28,7 @@ fn fresh_shape(f: &Fixture) -> Vec<(String, i64)> {
         let _ = std::fs::remove_file(format!("{}{s}", db.display()));
         let _ = std::fs::rename(format!("{}{s}", keep.display()), format!("{}{s}", db.display()));
     }
+    std::fs::write(&origin, record).expect("the origin record put back");
     out
 }
 

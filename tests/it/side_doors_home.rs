@@ -226,6 +226,32 @@ fn state_diff_shows_what_apply_installs_and_reads_no_sparse_file() {
     assert!(!p.user_home.join(".claude/big.bin").exists(), "a file left out was applied");
 }
 
+/// What `apply` installs in the user's home gets the user's umask, as an accepted file does:
+/// a file the agent made world-writable (0666, 0777) lands without the bits the umask takes
+/// away, a private one (0600) stays private, and a file the user has keeps its permissions.
+#[test]
+fn state_apply_installs_under_the_users_umask() {
+    let p = Place::new(false, &[("a.txt", "a\n")]);
+    std::fs::create_dir_all(p.user_home.join(".claude")).unwrap();
+    let settings = p.user_home.join(".claude/settings.json");
+    std::fs::write(&settings, "{}\n").unwrap();
+    std::fs::set_permissions(&settings, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let claude = p.program("claude", "#!/bin/sh\nexec /bin/sh -c \"$1\"\n");
+    p.ready();
+    let plant = "cd ~/.claude && echo 1 > open.json && chmod 666 open.json && echo 2 > run.sh && chmod 777 run.sh \
+                 && echo 3 > key && chmod 600 key && echo '{\"a\": 1}' > settings.json && chmod 666 settings.json";
+    p.cairn(&["wrap", "--", &claude.to_string_lossy(), plant]).ok();
+    p.cairn(&["wrap", "state", "apply", "claude"]).ok();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|v| u32::from_str_radix(v.trim(), 8).unwrap()).unwrap();
+    let mode = |rel: &str| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p.user_home.join(rel)).unwrap().permissions()) & 0o7777;
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{\"a\": 1}\n", "not applied");
+    assert_eq!(mode(".claude/open.json"), 0o666 & !umask, "a 0666 file under umask {umask:o}");
+    assert_eq!(mode(".claude/run.sh"), 0o777 & !umask, "a 0777 file under umask {umask:o}");
+    assert_eq!(mode(".claude/key"), 0o600 & !umask, "a private file");
+    assert_eq!(mode(".claude/settings.json"), 0o600, "the user's file widened");
+}
+
 /// Inside the agent, in the project: a directory `w/` of 300 files (what a sync walks past)
 /// with `w/d` and `w/u` in it, then `argv[1]` times, each exchanged in one step
 /// (`RENAME_EXCHANGE`) with its twin: a directory becomes a symlink to the user's `~/.ssh`

@@ -223,12 +223,21 @@ fn left_out(path: String, why: String) -> Option<Change> {
 fn change(home: &Path, path: String, w: Written) -> Result<Option<Change>> {
     Ok(match w {
         Written::File { content, mode, .. } => {
-            let mode = mode & 0o777;
-            let (kind, diff) = match real(home, &path)? {
-                Real::File(old, old_mode) if old == content && old_mode & 0o777 == mode => return Ok(None),
-                Real::File(old, old_mode) => ("modified", text_diff(&path, Some((&old, old_mode & 0o777)), &content, mode)),
-                Real::TooLarge(size) => ("modified", format!("(your file is {size} bytes, not read; the new one whole:)\n{}", text_diff(&path, None, &content, mode))),
-                Real::Absent => ("added", text_diff(&path, None, &content, mode)),
+            let umask = crate::store::mode::umask();
+            // A new file: the agent's permission bits less the umask (a 0600 credential stays
+            // private, a 0666 never lands group- or world-writable); a file there now keeps its
+            // own, only the executable bit following the layer's.
+            let fresh = mode & 0o777 & !umask;
+            let (kind, diff, mode) = match real(home, &path)? {
+                Real::File(old, old_mode) => {
+                    let mode = crate::store::mode::landing(mode, Some(old_mode), umask);
+                    if old == content && old_mode & 0o777 == mode {
+                        return Ok(None);
+                    }
+                    ("modified", text_diff(&path, Some((&old, old_mode & 0o777)), &content, mode), mode)
+                }
+                Real::TooLarge(size) => ("modified", format!("(your file is {size} bytes, not read; the new one whole:)\n{}", text_diff(&path, None, &content, fresh)), fresh),
+                Real::Absent => ("added", text_diff(&path, None, &content, fresh), fresh),
                 Real::Other(what) => return Ok(left_out(path, format!("your home has {what} there: never written through or over"))),
             };
             Some(Change { path, kind, diff, install: Some((content, mode)) })

@@ -72,6 +72,11 @@ impl Decoder {
         None
     }
 
+    /// No character begun.
+    pub(super) fn idle(&self) -> bool {
+        self.need == 0
+    }
+
     /// The end of the stream: a character still open is cut.
     pub(super) fn end(&mut self) -> Option<Tok> {
         (std::mem::take(&mut self.need) > 0).then_some(Tok::Bad)

@@ -55,6 +55,12 @@ enum State {
     StrEsc(Str),
 }
 
+/// An ASCII byte that passes as it is outside any sequence: printable, or one of the C0
+/// controls that move the cursor or ring the bell, and the character set shifts.
+fn plain(b: u8) -> bool {
+    matches!(b, 0x07..=0x0f | 0x20..=0x7e)
+}
+
 /// The filter of one output stream.
 pub struct Filter {
     profile: Profile,
@@ -82,10 +88,22 @@ impl Filter {
 
     /// Passes `input` on to `out`; what may span reads is held for the next call.
     pub fn pass(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &b in input {
+        let mut rest = input;
+        while let Some((&b, after)) = rest.split_first() {
+            // Outside any sequence and character, a run of plain text goes out whole: what
+            // `ground` passes byte by byte, without the decoding (most output is that).
+            if self.state == State::Ground && self.decoder.idle() {
+                let run = rest.iter().position(|&b| !plain(b)).unwrap_or(rest.len());
+                if run > 0 {
+                    out.extend_from_slice(&rest[..run]);
+                    rest = &rest[run..];
+                    continue;
+                }
+            }
             for t in self.decoder.feed(b).into_iter().flatten() {
                 self.token(t, out);
             }
+            rest = after;
         }
     }
 
@@ -132,7 +150,7 @@ impl Filter {
     fn ground(&mut self, t: Tok, out: &mut Vec<u8>) {
         match t {
             Tok::Ascii(0x1b) => self.begin(State::Esc),
-            Tok::Ascii(b @ (0x07..=0x0f | 0x20..=0x7e)) => out.push(b),
+            Tok::Ascii(b) if plain(b) => out.push(b),
             Tok::Char(bytes, len) => out.extend_from_slice(&bytes[..len as usize]),
             Tok::Bad => out.extend_from_slice(REPLACEMENT),
             _ => {}
