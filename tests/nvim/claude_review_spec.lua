@@ -281,7 +281,8 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   end, function() return 'revision 2 in review: ' .. vim.inspect(status()) .. '\nClaude:\n' .. pane(claude_pane) end)
   H.ok(pane(claude_pane):find('Turn two done.', 1, true), 'Claude\'s turn 2:\n' .. pane(claude_pane))
   local inter = cli('diff', id, '--since-review')
-  H.ok(inter:find('\n-' .. B1, 1, true) and inter:find('\n+' .. B2, 1, true), 'the interdiff:\n' .. inter)
+  -- Against the proposal as the user left it: the rejected B1 is no removal to review again.
+  H.ok(inter:find('\n-' .. B0, 1, true) and inter:find('\n+' .. B2, 1, true) and not inter:find(B1, 1, true), 'the interdiff:\n' .. inter)
   H.ok(not inter:find(A1, 1, true), 'hunk A is not in the interdiff:\n' .. inter)
   wait_slow(10000, function()
     v = view()

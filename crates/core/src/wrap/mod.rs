@@ -26,6 +26,7 @@ mod argv;
 pub use argv::{command_line, command_text, recorded};
 pub mod env;
 pub(crate) mod gitconfig;
+pub mod name;
 pub mod state;
 
 /// How often the written layer is looked at while CMD runs.
@@ -82,7 +83,9 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
             Ok(id)
         }
         None => {
-            let task = opts.task.clone().unwrap_or_else(|| command_text(&opts.argv));
+            // Its name: `--task`, a one-shot line's prompt, else the command line until the user
+            // types a first prompt to it (`name`).
+            let task = opts.task.as_deref().map(name::bounded).or_else(|| name::prompt(&opts.argv)).unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
             argv::save(&dir_of(project, &id), &opts.argv)?;
             crate::jj::started(project, &id);
@@ -111,7 +114,10 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let req = request(project, opts)?;
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None };
+    // Named by the first prompt typed to it, unless it has a name (`--task`, a one-shot line's
+    // prompt, a resumed session's).
+    let named = opts.task.is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -190,6 +196,8 @@ struct Live {
     /// The agent's output mark when its last turn went to review (a turn ends once per burst
     /// of output).
     turn_mark: Option<i64>,
+    /// The session has its name (else the first task line the user types gives it one).
+    named: bool,
 }
 
 impl Live {
@@ -199,6 +207,12 @@ impl Live {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
         if !console.is_pty() {
             return Ok(());
+        }
+        for line in console.take_typed() {
+            if !self.named && name::is_task(&line) {
+                name::rename(project, agent, &line)?;
+                self.named = true;
+            }
         }
         let quiet = console.quiet_for();
         // Feedback first, once the agent has drawn its screen and gone still: what it answers is
@@ -252,7 +266,13 @@ fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     let overlay = project.overlay(agent)?;
     argv::record(&overlay, &dir_of(project, agent))?;
     let paths = overlay.paths()?;
-    let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
+    // Its name first (what a header or a list shows of it, cut at the end), unless it is only
+    // the command line, which `how` says.
+    let task = project.bin()?.get(agent)?.task;
+    let argv: Vec<String> = overlay.kv_get(ARGV)?.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    let named = task != command_text(&argv);
+    let lead = if named { format!("{} — ", name::bounded(&task)) } else { String::new() };
+    let summary = format!("{lead}wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
     crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
     Ok(paths.len())
