@@ -68,16 +68,23 @@ pub enum StateCmd {
     /// The agent CLIs with a state layer.
     List,
     /// What the CLI's layer changes against your real home, and its fingerprint.
-    Diff { name: String },
+    Diff {
+        /// The CLI (as `cairn wrap state list` names it).
+        name: String,
+    },
     /// Copies the layer into your real home (after a login, say), then drops it.
     Apply {
+        /// The CLI (as `cairn wrap state list` names it).
         name: String,
         /// Only if the layer still shows what `diff` showed with this fingerprint.
         #[arg(long)]
         expect: Option<String>,
     },
     /// Drops the layer: the CLI starts from your real home again.
-    Reset { name: String },
+    Reset {
+        /// The CLI (as `cairn wrap state list` names it).
+        name: String,
+    },
 }
 
 /// Runs `cairn wrap state ...`; returns the exit code.

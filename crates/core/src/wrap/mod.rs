@@ -114,8 +114,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let req = request(project, opts)?;
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
-    // Named by the first prompt typed to it, unless it has a name (`--task`, a one-shot line's
-    // prompt, a resumed session's).
+    // Named by the first task typed to it, unless named already (`--task`, `-p`, resumed).
     let named = opts.task.is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
     let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named };
     let mut sync_error = None;
@@ -266,8 +265,7 @@ fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     let overlay = project.overlay(agent)?;
     argv::record(&overlay, &dir_of(project, agent))?;
     let paths = overlay.paths()?;
-    // Its name first (what a header or a list shows of it, cut at the end), unless it is only
-    // the command line, which `how` says.
+    // Its name first (headers and lists cut the end), unless it is the command `how` shows.
     let task = project.bin()?.get(agent)?.task;
     let argv: Vec<String> = overlay.kv_get(ARGV)?.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
     let named = task != command_text(&argv);
