@@ -5,7 +5,6 @@
 use cairn_core::command::{self, Command, Output};
 use cairn_core::error::{Error, Result};
 use cairn_core::lifecycle::{Priority, Provider, State};
-use cairn_core::project::Project;
 use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
