@@ -85,7 +85,7 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
         None => {
             // Its name: `--task`, a one-shot line's prompt, else the command line until the user
             // types a first prompt to it (`name`).
-            let task = opts.task.as_deref().map(name::bounded).or_else(|| name::prompt(&opts.argv)).unwrap_or_else(|| command_text(&opts.argv));
+            let task = name::given(opts.task.as_deref(), &opts.argv).map(name::bounded).or_else(|| name::prompt(&opts.argv)).unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
             argv::save(&dir_of(project, &id), &opts.argv)?;
             crate::jj::started(project, &id);
@@ -115,7 +115,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
     // Named by the first task typed to it, unless named already (`--task`, `-p`, resumed).
-    let named = opts.task.is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
+    let named = name::given(opts.task.as_deref(), &opts.argv).is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
     let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
@@ -207,11 +207,13 @@ impl Live {
         if !console.is_pty() {
             return Ok(());
         }
-        for line in console.take_typed() {
-            if !self.named && name::is_task(&line) {
-                name::rename(project, agent, &line)?;
-                self.named = true;
+        let typed = console.take_typed();
+        if let Some(line) = typed.iter().find(|l| !self.named && name::is_task(l)) {
+            // Best effort: a name is never worth failing the session for.
+            if let Err(e) = name::rename(project, agent, line) {
+                tracing::warn!(agent, "naming the session: {e}");
             }
+            self.named = true;
         }
         let quiet = console.quiet_for();
         // Feedback first, once the agent has drawn its screen and gone still: what it answers is
@@ -268,8 +270,7 @@ fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     // Its name first (headers and lists cut the end), unless it is the command `how` shows.
     let task = project.bin()?.get(agent)?.task;
     let argv: Vec<String> = overlay.kv_get(ARGV)?.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
-    let named = task != command_text(&argv);
-    let lead = if named { format!("{} — ", name::bounded(&task)) } else { String::new() };
+    let lead = if task != command_text(&argv) { format!("{} — ", name::bounded(&task)) } else { String::new() };
     let summary = format!("{lead}wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
     crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;

@@ -45,6 +45,12 @@ pub fn prompt(argv: &[String]) -> Option<String> {
     found.map(|w| bounded(w)).filter(|n| !n.is_empty())
 }
 
+/// The `--task` given, unless it is only the command line (:CairnWrap passes its command as
+/// `--task`): that names nothing, so a prompt names the session still.
+pub fn given<'a>(task: Option<&'a str>, argv: &[String]) -> Option<&'a str> {
+    task.filter(|t| *t != super::command_text(argv))
+}
+
 /// Is this submitted line a task, worth naming the session after? Not an empty Enter, a
 /// one- or two-character answer (`y`, `1` in a menu), a line without a letter, or a slash
 /// command (`/login`, `/model`).
