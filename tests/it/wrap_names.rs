@@ -29,7 +29,8 @@ fn the_first_task_typed_to_an_interactive_agent_names_it() {
     f.write("agent.sh", AGENT);
     f.home_config("[wrap]\nturn_quiet_ms = 300\n");
     let t = Tmux::new();
-    let line = cairn_line(&f, "wrap -- bash agent.sh; echo EXIT=$?; sleep 600");
+    // As :CairnWrap starts it: its command as `--task`, run by `sh -c`.
+    let line = cairn_line(&f, "wrap --task 'bash agent.sh' -- sh -c 'bash agent.sh'; echo EXIT=$?; sleep 600");
     t.cmd(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "40", &line]);
     t.wait_for("trust this folder");
     let id = f.cairn(&["list-agents", "--json"]).ok().json()[0]["id"].as_str().unwrap().to_string();
@@ -67,7 +68,8 @@ fn a_one_shot_prompt_names_the_session_and_task_wins() {
     let f = Fixture::with_files(&[("a.txt", "a\n")]);
     f.write("agent.sh", "printf 'b\\n' > b.txt\n");
     let named = |args: &[&str]| {
-        let r = f.cairn(&[&["wrap", "--"], args].concat()).ok();
+        let args: Vec<&str> = if args.contains(&"--") { args.to_vec() } else { [&["--"], args].concat() };
+        let r = f.cairn(&[&["wrap"], &args[..]].concat()).ok();
         let id = r.stderr.split("wrap session ").nth(1).and_then(|x| x.split(':').next()).unwrap().to_string();
         status(&f, &id)["task"].as_str().unwrap_or("").to_string()
     };
@@ -76,6 +78,8 @@ fn a_one_shot_prompt_names_the_session_and_task_wins() {
     std::process::Command::new("chmod").args(["+x", &f.root.join("agent").display().to_string()]).status().unwrap();
     assert_eq!(named(&["./agent", "--print", "--model", "m", "rename  the\nthing"]), "rename the thing");
     assert_eq!(named(&["sh", "-c", "./agent -p 'add a flag'"]), "add a flag");
+    // :CairnWrap's `--task` is its command: the prompt names it still.
+    assert_eq!(named(&["--task", "./agent -p 'add a flag'", "--", "sh", "-c", "./agent -p 'add a flag'"]), "add a flag");
     let r = f.cairn(&["wrap", "--task", "mine", "--", "./agent", "-p", "theirs"]).ok();
     let id = r.stderr.split("wrap session ").nth(1).and_then(|x| x.split(':').next()).unwrap().to_string();
     assert_eq!(status(&f, &id)["task"], "mine");
