@@ -53,7 +53,10 @@ H.test('vim.pack.add installs cairn from a local clone; the hook, vim.g.cairn, :
   H.ok(ok, 'the child Neovim said: ' .. tostring(run.stdout) .. '\n' .. tostring(run.stderr))
   local installed = out.installed
   H.ok(installed:find(work .. '/data/', 1, true) == 1, 'installed under the data directory: ' .. installed)
-  H.eq(out.seen, { { name = 'cairn', kind = 'install', path = installed } }, 'PackChanged: the install, with the path the build step runs in')
+  -- (An install is also an update to its first version: the hook's build runs for either; a
+  -- second cargo build of the same tree does nothing.)
+  local install = vim.tbl_filter(function(e) return e.kind == 'install' end, out.seen)
+  H.eq(install, { { name = 'cairn', kind = 'install', path = installed } }, 'PackChanged: the install, with the path the build step runs in: ' .. vim.inspect(out.seen))
   H.eq({ out.commands, out.ghost_text }, { 2, false }, 'loaded, with vim.g.cairn\'s options')
   H.ok(out.config_from:find(installed, 1, true) == 1, 'the installed copy runs: ' .. out.config_from)
   H.eq(out.help, { file = installed .. '/doc/cairn.txt', line = 1 }, ':help cairn')
