@@ -146,7 +146,12 @@ pub enum TaskCmd {
         index: usize,
     },
     /// Append a note to the task's provenance.
-    Note { id: String, text: String },
+    Note {
+        /// Task id.
+        id: String,
+        /// The note.
+        text: String,
+    },
 }
 
 fn parse_check(spec: &str) -> Result<Check> {
