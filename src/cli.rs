@@ -5,7 +5,6 @@
 use cairn_core::command::{self, Command, Output};
 use cairn_core::error::{Error, Result};
 use cairn_core::lifecycle::{Priority, Provider, State};
-use cairn_core::project::Project;
 use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
@@ -47,36 +46,47 @@ pub enum Cmd {
     Queue {
         /// A .pym path (file provider), code (inline) or a task (llm).
         reference: String,
+        /// `file` (a .pym script), `inline` (the code itself) or `llm` (a task for the configured model); default: from the reference.
         #[arg(long, value_parser = parse_provider)]
         provider: Option<Provider>,
+        /// low, normal, high or urgent.
         #[arg(long, default_value = "normal", value_parser = parse_priority)]
         priority: Priority,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Queue an agent with high priority; prints its id.
     Spawn {
+        /// A .pym path (file provider), code (inline) or a task (llm).
         reference: String,
+        /// `file` (a .pym script), `inline` (the code itself) or `llm` (a task for the configured model); default: from the reference.
         #[arg(long, value_parser = parse_provider)]
         provider: Option<Provider>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Run an agent now, in this process, to reviewing or errored; prints its id.
     Run {
+        /// A .pym path (file provider), code (inline) or a task (llm).
         reference: String,
+        /// `file` (a .pym script), `inline` (the code itself) or `llm` (a task for the configured model); default: from the reference.
         #[arg(long, value_parser = parse_provider)]
         provider: Option<Provider>,
         /// rustpython or cpython (wins over the script's header and [sandbox] interpreter).
         #[arg(long, value_parser = <Interpreter as std::str::FromStr>::from_str)]
         interpreter: Option<Interpreter>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List agents, oldest first (active ones; --all for every one).
     ListAgents {
+        /// Every agent, the ended ones too.
         #[arg(long)]
         all: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -85,6 +95,7 @@ pub enum Cmd {
     Status {
         /// Agent id (any unique prefix).
         id: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// `tmux`: one short line for tmux's status line (`#(cairn status --format tmux)`).
@@ -93,7 +104,19 @@ pub enum Cmd {
     },
     /// Show an agent's proposal as a unified diff (`--since-review`: what changed since you
     /// last reviewed it).
-    Diff { id: String, #[arg(long)] stat: bool, #[arg(long)] since_review: bool, #[arg(long)] json: bool },
+    Diff {
+        /// Agent id (any unique prefix).
+        id: String,
+        /// Only the changed paths with their added and removed line counts.
+        #[arg(long)]
+        stat: bool,
+        /// What changed since you last reviewed it (its previous revision as you left it).
+        #[arg(long)]
+        since_review: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Apply a reviewing agent's changes to the project.
     Accept {
         /// Agent id (any unique prefix).
@@ -104,7 +127,13 @@ pub enum Cmd {
     },
     /// Discard an agent's proposal (reviewing), cancel it (queued) or discard it (errored);
     /// `--reason` is sent to the agent by `cairn revise`.
-    Reject { id: String, #[arg(long)] reason: Option<String> },
+    Reject {
+        /// Agent id (any unique prefix).
+        id: String,
+        /// Why, for the agent (sent by `cairn revise`).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Restore what accepting an agent changed.
     Undo {
         /// Agent id (any unique prefix).
@@ -113,13 +142,7 @@ pub enum Cmd {
     /// Check the project's state: every database (SQLite quick_check) and the index against
     /// the tree. Read-only; exit 1 when anything is wrong.
     Doctor {
-        #[arg(long)]
-        json: bool,
-    },
-    /// List the hunks of a proposal, numbered per file (conflicts marked).
-    Hunks {
-        /// Agent id (any unique prefix).
-        id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -180,18 +203,8 @@ pub enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Accept one hunk (numbered as `cairn hunks` shows them) into the project.
-    AcceptHunk {
-        id: String,
-        path: String,
-        /// 1-based number of the hunk in that file.
-        number: usize,
-        /// Accept it even where it conflicts with your edits (your version is journaled).
-        #[arg(long)]
-        force: bool,
-    },
-    /// Drop one hunk from the proposal; the project is not touched.
-    RejectHunk { id: String, path: String, number: usize, #[arg(long)] reason: Option<String> },
+    #[command(flatten)]
+    Hunk(crate::hunk_cli::HunkCmd),
     #[command(flatten)]
     Review(crate::review_cli::ReviewCmd),
     #[command(flatten)]
@@ -227,10 +240,12 @@ pub enum Cmd {
     },
     /// Pre-flight check of an agent script: file:line:col diagnostics.
     Check {
+        /// The .pym script.
         file: PathBuf,
         /// rustpython (default) or cpython; the script's header also chooses.
         #[arg(long, value_parser = <Interpreter as std::str::FromStr>::from_str)]
         interpreter: Option<Interpreter>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -238,6 +253,7 @@ pub enum Cmd {
     Gc,
     /// Search the project as indexed for a regex (as an agent's `search_content` does).
     Search {
+        /// A regular expression (Rust syntax).
         pattern: String,
         /// Only under this directory.
         #[arg(default_value = "")]
@@ -245,6 +261,7 @@ pub enum Cmd {
         /// With this agent's proposal on top.
         #[arg(long)]
         agent: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -357,17 +374,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         }
         Cmd::Gc => (Command::Gc, false),
         Cmd::Search { pattern, path, agent, json } => (Command::Search { pattern, under: path, agent }, json),
-        Cmd::Hunks { id, json } => (Command::Hunks { id }, json),
-        Cmd::AcceptHunk { id, path, number, force } => {
-            let project = open_project(root, home, false)?;
-            let hunk = numbered_hunk(&project, &id, &path, number)?;
-            (Command::AcceptHunk { id, path, hunk, force }, false)
-        }
-        Cmd::RejectHunk { id, path, number, reason } => {
-            let project = open_project(root, home, false)?;
-            let hunk = numbered_hunk(&project, &id, &path, number)?;
-            (Command::RejectHunk { id, path, hunk, reason }, false)
-        }
+        Cmd::Hunk(cmd) => crate::hunk_cli::command(cmd, || open_project(root, home, false))?,
     };
     let is_init = cmd == Command::Init;
     let project = open_project(root, home, is_init)?;
@@ -389,12 +396,3 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
     Ok(crate::render::output(&project, &out))
 }
 
-/// Hunk `number` (1-based) of `path` in agent `id`'s proposal as it is now.
-fn numbered_hunk(project: &Project, id: &str, path: &str, number: usize) -> Result<cairn_core::review::Hunk> {
-    let Output::Hunks { files, .. } = command::execute(project, Command::Hunks { id: id.to_string() })? else {
-        return Err(Error::Internal("hunks: unexpected output".into()));
-    };
-    let file = files.into_iter().find(|f| f.path == path).ok_or_else(|| Error::Hunk(format!("agent {id} proposes no text change to {path}")))?;
-    let count = file.hunks.len();
-    file.hunks.into_iter().nth(number.wrapping_sub(1)).ok_or_else(|| Error::Hunk(format!("{path} has {count} hunk(s); there is no hunk {number}")))
-}

@@ -42,6 +42,7 @@ mod open;
 pub mod preview;
 mod relay;
 mod render;
+pub mod hunk_cli;
 pub mod review_cli;
 pub mod orch_cli;
 pub mod signals;

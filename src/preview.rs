@@ -125,10 +125,30 @@ fn here(project: &Project, id: &str, a: &Args) -> Result<i32> {
         (_, true) => format!("{n} path(s) you wrote joined the proposal as your amendment (`cairn log {id}`)"),
         (_, false) => format!("{n} path(s) you wrote were thrown away (`--amend` / :CairnPreview! keeps them)"),
     };
-    let _ = writeln!(std::io::stderr(), "cairn: preview of {id} ended ({}); {what}", closed.exit);
+    let said = format!("cairn: preview of {id} ended ({}); {what}", closed.exit);
+    let _ = writeln!(std::io::stderr(), "{said}");
+    // A tmux pane closes with the session: the line above goes with it. Said on the client
+    // the pane was shown on too, until a key is pressed.
+    tell_tmux_client(&said);
     Ok(match closed.exit {
         cairn_core::runbox::Exit::Code(c) => c,
         cairn_core::runbox::Exit::Signal(s) => 128 + s,
         cairn_core::runbox::Exit::TimedOut => 124,
     })
+}
+
+/// Shows `message` on the status line of the tmux client showing this pane (none: outside
+/// tmux, or a session no one is attached to), until a key is pressed.
+fn tell_tmux_client(message: &str) {
+    let pane = std::env::var("TMUX_PANE").unwrap_or_default();
+    if std::env::var_os("TMUX").is_none() || pane.is_empty() {
+        return;
+    }
+    let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).stderr(std::process::Stdio::null()).output().ok().filter(|o| o.status.success());
+    let client = tmux(&["display-message", "-p", "-t", &pane, "#{client_name}"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+    if client.is_empty() {
+        return;
+    }
+    // tmux expands formats in a message: an agent's id or an exit status is shown as it is.
+    let _ = tmux(&["display-message", "-c", &client, "-d", "0", &cairn_core::display::tmux_literal(message)]);
 }

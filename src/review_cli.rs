@@ -22,6 +22,7 @@ pub enum ReviewCmd {
     Revise {
         /// Agent id (any unique prefix).
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -41,6 +42,7 @@ pub enum ReviewCmd {
     Log {
         /// Agent id (any unique prefix).
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

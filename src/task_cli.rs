@@ -12,6 +12,7 @@ pub enum SessionCmd {
     /// Run a command confined in a copy of the session's proposal (see `:help cairn-runs`);
     /// what it writes becomes part of the proposal. Exits with the command's status.
     Exec {
+        /// The session id.
         session: String,
         /// The session's owner (default: this user, `human:<login>`).
         #[arg(long)]
@@ -25,6 +26,7 @@ pub enum SessionCmd {
         /// Throw away what the command writes.
         #[arg(long)]
         no_capture: bool,
+        /// Print the run (status, output, changes) as JSON.
         #[arg(long)]
         json: bool,
         /// The command and its arguments (joined by spaces for `sh -c`).
@@ -60,7 +62,9 @@ pub fn session(project: &Project, cmd: SessionCmd) -> Result<i32> {
 pub enum TaskCmd {
     /// Create a task (in the first status).
     Create {
+        /// What the task is.
         title: String,
+        /// Its description.
         #[arg(long, default_value = "")]
         body: String,
         /// A task id that must be closed before this one starts (repeatable).
@@ -72,33 +76,48 @@ pub enum TaskCmd {
         /// A manual check to attest (repeatable): its description.
         #[arg(long = "manual")]
         manual: Vec<String>,
+        /// Print the new task as JSON.
         #[arg(long)]
         json: bool,
     },
     /// List tasks, oldest first.
     List {
+        /// Only tasks in this status.
         #[arg(long)]
         status: Option<String>,
+        /// Only tasks assigned to this actor.
         #[arg(long)]
         assignee: Option<String>,
         /// Only tasks whose deps are all closed (or, with `--ready=false`, not).
         #[arg(long)]
         ready: Option<bool>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show one task: body, deps, checks with results, provenance.
     Show {
+        /// Task id.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Assign the task to yourself.
-    Claim { id: String },
+    Claim {
+        /// Task id.
+        id: String,
+    },
     /// Move the task to another status (deps gate and checks gate apply).
-    Transition { id: String, to: String },
+    Transition {
+        /// Task id.
+        id: String,
+        /// The status to move it to.
+        to: String,
+    },
     /// Run the task's command checks in its agent's workspace.
     Check {
+        /// Task id.
         id: String,
         /// Only these check indices (repeatable).
         #[arg(long = "only")]
@@ -110,16 +129,29 @@ pub enum TaskCmd {
     },
     /// Attest a manual check: pass, or `--fail`.
     Attest {
+        /// Task id.
         id: String,
+        /// The manual check's index (as `cairn task show` numbers them).
         index: usize,
+        /// It failed.
         #[arg(long)]
         fail: bool,
     },
     /// Approve an agent-written check, so that it counts for the gates (only checks a human
     /// wrote or approved do).
-    ApproveCheck { id: String, index: usize },
+    ApproveCheck {
+        /// Task id.
+        id: String,
+        /// The check's index (as `cairn task show` numbers them).
+        index: usize,
+    },
     /// Append a note to the task's provenance.
-    Note { id: String, text: String },
+    Note {
+        /// Task id.
+        id: String,
+        /// The note.
+        text: String,
+    },
 }
 
 fn parse_check(spec: &str) -> Result<Check> {

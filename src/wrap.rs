@@ -5,6 +5,7 @@
 //! ...` shows, applies or drops an agent CLI's copy-on-write state.
 
 use cairn_core::error::{Error, Result};
+use cairn_core::lifecycle::State;
 use cairn_core::project::Project;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -34,12 +35,16 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     let _ = writeln!(err, "cairn: wrap session {id}: what `{shown}` writes becomes a proposal (`cairn diff {id}`)");
     drop(err);
     let done = cairn_core::wrap::run(project, &id, &opts)?;
+    // Its real state: the user may have decided a turn's proposal while the session ran.
+    let rec = project.bin()?.get(&id)?;
     let mut err = std::io::stderr().lock();
-    if done.changed == 0 {
-        let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; nothing proposed", done.exit);
-    } else {
-        let _ = writeln!(err, "cairn: wrap session {id}: `{shown}` {}; {} path(s) changed, reviewing (`cairn diff {id}`, `cairn accept {id}`)", done.exit, done.changed);
-    }
+    let exit = done.exit;
+    let _ = match rec.state {
+        State::Accepted => writeln!(err, "cairn: wrap session {id}: `{shown}` {exit}; its proposal was accepted (`cairn undo {id}` puts it back)"),
+        State::Rejected if rec.submission.is_some() => writeln!(err, "cairn: wrap session {id}: `{shown}` {exit}; its proposal was rejected"),
+        _ if done.changed == 0 => writeln!(err, "cairn: wrap session {id}: `{shown}` {exit}; nothing proposed"),
+        state => writeln!(err, "cairn: wrap session {id}: `{shown}` {exit}; {} path(s) changed, {state} (`cairn diff {id}`, `cairn accept {id}`)", done.changed),
+    };
     if done.exit == cairn_core::runbox::Exit::Code(127) {
         let _ = writeln!(
             err,
@@ -63,16 +68,23 @@ pub enum StateCmd {
     /// The agent CLIs with a state layer.
     List,
     /// What the CLI's layer changes against your real home, and its fingerprint.
-    Diff { name: String },
+    Diff {
+        /// The CLI (as `cairn wrap state list` names it).
+        name: String,
+    },
     /// Copies the layer into your real home (after a login, say), then drops it.
     Apply {
+        /// The CLI (as `cairn wrap state list` names it).
         name: String,
         /// Only if the layer still shows what `diff` showed with this fingerprint.
         #[arg(long)]
         expect: Option<String>,
     },
     /// Drops the layer: the CLI starts from your real home again.
-    Reset { name: String },
+    Reset {
+        /// The CLI (as `cairn wrap state list` names it).
+        name: String,
+    },
 }
 
 /// Runs `cairn wrap state ...`; returns the exit code.

@@ -1,5 +1,6 @@
 --- Options of cairn.nvim: a schema with types, defaults and descriptions, validated by
---- `require('cairn').setup(opts)`. The same descriptions are in doc/cairn.txt.
+--- `require('cairn').setup(opts)`, or taken from `vim.g.cairn` (a table of the same keys, set
+--- before the plugin loads: no setup() call needed). The same descriptions are in doc/cairn.txt.
 local M = {}
 
 ---@class cairn.Keymaps
@@ -126,5 +127,26 @@ function M.apply_keymaps()
     end
   end
 end
+
+--- Applies `vim.g.cairn` (the same keys as setup()) once, when this module first loads: a
+--- plugin manager that only puts the plugin on 'runtimepath' (vim.pack, a plain `rtp+=`) needs
+--- no setup() call. A later setup() overrides what it set. A wrong key is said, not raised:
+--- the plugin still loads with the defaults.
+function M.from_global()
+  local g = vim.g.cairn
+  if g == nil then
+    return
+  end
+  if type(g) ~= 'table' then
+    require('cairn.notify').error('vim.g.cairn must be a table of options (see :help cairn-setup), got ' .. type(g))
+    return
+  end
+  local ok, err = pcall(M.setup, g)
+  if not ok then
+    require('cairn.notify').error('vim.g.cairn: ' .. tostring(err):gsub('^%(cairn%) ', ''))
+  end
+end
+
+M.from_global()
 
 return M

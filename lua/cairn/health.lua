@@ -15,16 +15,32 @@ function M.check()
     h.error('cairn binary not found', { 'cargo build --release in the plugin directory', 'or put cairn on PATH', 'or set the binary option' })
     return
   end
-  local version = vim.fn.system({ bin, '--version' })
-  h.ok('binary: ' .. bin .. ' (' .. vim.trim(version) .. ')')
+  local mine = require('cairn.version')
+  local out = vim.system({ bin, '--version' }, { text = true }):wait()
+  local version = vim.trim(out.stdout or ''):match('^cairn (%S+)')
+  local rebuild = { 'cargo build --release in the plugin directory (' .. vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h') .. '), or put that version on PATH, or set the binary option (see :help cairn-install)' }
+  if not version then
+    h.error('binary: ' .. bin .. ' did not say its version (`--version`: ' .. vim.trim((out.stdout or '') .. (out.stderr or '')) .. ')', rebuild)
+  elseif version ~= mine then
+    h.error('binary: ' .. bin .. ' is cairn ' .. version .. ', the plugin is ' .. mine, rebuild)
+  else
+    h.ok('binary: ' .. bin .. ' (cairn ' .. version .. ', the plugin\'s version)')
+  end
   local info, err = rpc.request('health')
   if not info then
     h.error('RPC handshake failed: ' .. (err and err.message or '?'))
     return
   end
-  h.ok('RPC handshake: host ' .. info.version .. ' serving ' .. info.root)
+  if info.version == mine then
+    h.ok('RPC handshake: host ' .. info.version .. ' serving ' .. info.root)
+  else
+    h.error('RPC handshake: the running host is cairn ' .. info.version .. ', the plugin is ' .. mine, { 'restart Neovim after rebuilding' })
+  end
+  if info.indexing then
+    h.info('first index of the project in progress (agents wait for it)')
+  end
   if info.stable_db_writable then
-    h.ok('sqlite: ' .. info.stable_db .. ' is writable')
+    h.ok('sqlite: ' .. info.stable_db .. (info.indexing and ' can be made and written' or ' is writable'))
   else
     h.error('sqlite: ' .. info.stable_db .. ' is not writable')
   end

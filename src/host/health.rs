@@ -26,10 +26,24 @@ pub(super) fn config_warnings(project: &cairn_core::project::Project) -> Vec<Str
     cairn_core::config::load(&project.home.dir, Some(&project.root), &|k| std::env::var(k).ok()).map(|l| l.warnings).unwrap_or_else(|e| vec![e.to_string()])
 }
 
+/// Can `stable.db` be written? The file when it is there; else the directory it will be made
+/// in: a fresh project's first index (in the background, while the host already answers) has
+/// not made it yet, which is no error.
+fn writable(db: &std::path::Path) -> bool {
+    match std::fs::OpenOptions::new().append(true).open(db) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            db.ancestors().skip(1).find(|d| d.is_dir()).is_some_and(|d| rustix::fs::access(d, rustix::fs::Access::WRITE_OK).is_ok())
+        }
+        Err(_) => false,
+    }
+}
+
 /// Everything `:checkhealth cairn` shows, as one JSON object (`lua/cairn/health.lua`).
-pub(super) fn report(project: &cairn_core::project::Project, last_error: Option<String>) -> serde_json::Value {
+/// `indexing`: the project's first index is still running (what it makes may not exist yet).
+pub(super) fn report(project: &cairn_core::project::Project, last_error: Option<String>, indexing: bool) -> serde_json::Value {
     let db = project.agentfs().join("stable.db");
-    let writable = std::fs::OpenOptions::new().append(true).open(&db).is_ok();
+    let writable = writable(&db);
     let tmux = std::process::Command::new("tmux").arg("-V").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let warnings = config_warnings(project);
     let runs = cairn_core::runbox::probe(project);
@@ -39,6 +53,7 @@ pub(super) fn report(project: &cairn_core::project::Project, last_error: Option<
         "cairn_home": project.home.dir,
         "stable_db": db,
         "stable_db_writable": writable,
+        "indexing": indexing,
         "tmux": tmux,
         "inside_tmux": crate::tmux::inside_tmux(),
         "config_warnings": warnings,

@@ -302,7 +302,7 @@ impl Handler {
 
     fn health(&self) -> serde_json::Value {
         let last_error = self.last_error.lock().ok().and_then(|e| e.clone());
-        health::report(&self.project, last_error)
+        health::report(&self.project, last_error, !self.ready.is_ready())
     }
 }
 

@@ -318,3 +318,21 @@ fn a_file_name_asked_from_the_preview_is_shown_literally_in_the_tmux_prompt() {
     keys(&t, &["exit", "Enter"]);
     t.wait_for("PREVIEW-EXIT=0");
 }
+
+/// What the user wrote in a preview is thrown away when it ends, and said where they look: the
+/// preview's tmux pane closes with it (its last line goes too), so the tmux client shows it.
+#[test]
+fn the_thrown_away_message_reaches_the_tmux_client_when_the_pane_closes() {
+    let f = Fixture::with_files(&[("a.txt", "one\n")]);
+    let s = f.run_ok("write_file('a.txt', 'agent line\\n')");
+    let t = Tmux::new();
+    // The user's editor, and the preview in a split beside it, which closes when it ends.
+    t.cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", "sleep 600"]);
+    let line = format!("SHELL=/bin/sh {}", cairn_line(&f, &format!("preview {} --shell", s.id)));
+    let pane = t.cmd(&["split-window", "-t", "t", "-P", "-F", "#{pane_id}", &line]).trim().to_string();
+    let _client = Client::attach(&f, &t);
+    t.cmd(&["send-keys", "-t", &pane, "echo mine > new.txt; exit", "Enter"]);
+    wait_until(30, "the preview's pane to close", || !t.cmd(&["list-panes", "-a", "-F", "#{pane_id}"]).lines().any(|p| p == pane));
+    wait_until(30, "the message on the client", || t.cmd(&["show-messages"]).contains("1 path(s) you wrote were thrown away"));
+    assert_eq!(f.read_str("new.txt"), None);
+}

@@ -61,7 +61,9 @@ fn an_interactive_agent_is_reviewed_turn_by_turn_and_gets_the_reason_once() {
     wait_until(30, "revision 2 to reach review", || status(&f, &id)["state"] == "reviewing");
     assert_eq!(status(&f, &id)["revision"], 2);
     let inter = f.cairn(&["diff", &id, "--since-review"]).ok().stdout;
-    assert!(inter.contains("-NEW9") && inter.contains("+REVISED9") && !inter.contains("NEW2"), "interdiff:\n{inter}");
+    // Against the proposal as the user left it: the rejected NEW9 is no removal to review
+    // again, the accepted NEW2 is the project's.
+    assert!(inter.contains("-l9") && inter.contains("+REVISED9") && !inter.contains("NEW9") && !inter.contains("NEW2"), "interdiff:\n{inter}");
     let log = f.cairn(&["log", &id, "--json"]).ok().json();
     let delivered: Vec<&Value> = log["feedback"].as_array().unwrap().iter().filter(|fb| fb["delivered_via"] == "terminal").collect();
     assert_eq!(delivered.len(), 2, "the accepted and the rejected hunk, delivered once: {log}");
@@ -111,7 +113,7 @@ fn an_llm_agent_gets_the_reason_in_its_revised_prompt_once_across_kills() {
     assert_eq!(via, ["prompt", "prompt"], "{log}");
     assert_eq!(status(&f, &id)["revision"], 2);
     let inter = f.cairn(&["diff", &id, "--since-review"]).ok().stdout;
-    assert!(inter.contains("-NEW9") && inter.contains("+REVISED9"), "{inter}");
+    assert!(inter.contains("-l9") && inter.contains("+REVISED9") && !inter.contains("NEW9"), "the rejected hunk is no removal to review again: {inter}");
     again.kill9();
     assert_eq!(server.seen().len(), 2);
     f.cairn(&["accept", &id]).ok();

@@ -223,4 +223,8 @@ fn claude_code_under_cairn_wrap_proposes_exactly_its_edits() {
     assert!(requests.contains("no-key-here"), "the Bash step's result never came back: {}", &requests[..requests.len().min(2000)]);
     assert!(!requests.contains("PLANTED-PRIVATE-KEY"), "the agent read the planted key");
     assert_eq!(f.status(&id).state.as_str(), "reviewing");
+    // Named by its prompt (`-p`): its task, and the summary lists and headers show leads with it.
+    let st = f.cairn(&["status", &id, "--json"]).ok().json();
+    assert_eq!(st["task"], "fix add", "{st}");
+    assert!(st["submission"]["summary"].as_str().unwrap_or("").starts_with("fix add — wrap: "), "{st}");
 }

@@ -4,7 +4,7 @@
 -- Claude works, its turn goes to review while it waits at its prompt, a hunk accepted and one
 -- rejected with a reason, :CairnRevise types the feedback into Claude's terminal once, its
 -- next turn is revision 2 (interdiff, header, 'R' sign), and :CairnAccept lands exactly the
--- accepted hunk and the revised one.
+-- accepted hunk and the revised one. The session is named by the first prompt typed to it.
 --
 -- This spec drives the inner Neovim the way a user does (keys through tmux) and looks into it
 -- through its --listen socket (extmarks of the cairn namespace, the ghost payload).
@@ -207,6 +207,12 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   wait_slow(20000, function() local v = view() return #v.hunks == 1 and shows(v, A1) end, function() return 'hunk A as ghost text: ' .. vim.inspect(view()) end)
   local st = status()
   H.eq({ st.state, st.in_progress }, { 'executing', true }, 'cairn status while Claude works')
+  -- Named by the first prompt typed to Claude (the relay reads it back), in the ghost header too.
+  H.eq(st.task, 'Tidy up src/settings.py', 'the session\'s name')
+  wait_slow(10000, function()
+    local h = view().header
+    return h ~= nil and h:find(': Tidy up src/settings.py', 1, true) ~= nil
+  end, function() return 'the name in the header: ' .. tostring(view().header) end)
   local v = view()
   H.ok(v.marks > 0, 'extmarks of the cairn namespace')
   H.eq(v.hunks[1].old_start, 1, 'hunk A on line 2')
@@ -281,7 +287,8 @@ H.test('Claude Code under :CairnWrap: live ghost text, turn to review, hunk deci
   end, function() return 'revision 2 in review: ' .. vim.inspect(status()) .. '\nClaude:\n' .. pane(claude_pane) end)
   H.ok(pane(claude_pane):find('Turn two done.', 1, true), 'Claude\'s turn 2:\n' .. pane(claude_pane))
   local inter = cli('diff', id, '--since-review')
-  H.ok(inter:find('\n-' .. B1, 1, true) and inter:find('\n+' .. B2, 1, true), 'the interdiff:\n' .. inter)
+  -- Against the proposal as the user left it: the rejected B1 is no removal to review again.
+  H.ok(inter:find('\n-' .. B0, 1, true) and inter:find('\n+' .. B2, 1, true) and not inter:find(B1, 1, true), 'the interdiff:\n' .. inter)
   H.ok(not inter:find(A1, 1, true), 'hunk A is not in the interdiff:\n' .. inter)
   wait_slow(10000, function()
     v = view()

@@ -53,9 +53,9 @@ fn bytes(b: &Option<Vec<u8>>) -> &[u8] {
 /// The hunks of every text file agent `id` changes: its change rebased onto the project as it
 /// is now (three-way), so the user's own edits are never among them.
 pub fn file_hunks(project: &Project, id: &str) -> Result<Vec<FileHunks>> {
-    // What the user reviewed before this revision, to mark the hunks changed since.
+    // The proposal as the user left it before this revision, to mark the hunks changed since.
     let reviewed = match project.bin()?.revision(id)? {
-        n if n > 1 => project.existing_overlay(id)?.map(|o| o.snapshot_get(1)).transpose()?,
+        n if n > 1 => project.existing_overlay(id)?.map(|o| o.snapshot_get(super::revise::LEFT)).transpose()?,
         _ => None,
     };
     changes(project, id)?

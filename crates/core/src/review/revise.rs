@@ -5,7 +5,10 @@
 //!
 //! Snapshots live in the agent's overlay: slot 0 is the proposal as it last reached review,
 //! slot 1 what the user had reviewed when the current revision started (copied from slot 0
-//! by [`revise`] or by the agent writing again after its turn).
+//! by [`revise`] or by the agent writing again after its turn: what the agent proposed, which
+//! an LLM's next prompt shows it), slot 2 the proposal as the user left it then, their hunk
+//! decisions applied ([`LEFT`]: what `--since-review` and the revised marks compare with, so a
+//! hunk the user rejected is not shown again as a removal to review).
 
 use super::diff::{changes, FileChange};
 use super::hunks::{hunks_between, Hunk};
@@ -77,20 +80,29 @@ pub fn revise(project: &Project, id: &str, alive: &dyn Fn(crate::store::bin::Wor
 /// The overlay key that keeps a revised run's overlay: the re-run starts from its proposal.
 pub const REVISING: &str = "revising";
 
-/// The next revision: its baseline snapshot (what was reviewed), the overlay back in place,
-/// the move in `bin.db`. Shared by [`revise`] and a live agent writing again after its turn.
-/// `send`: the unsent feedback goes with it (a revise; not the agent writing again by itself).
-/// A proposal rejected whole starts again empty (its files stay in the snapshot the next
-/// revision is compared with): what the user rejected never comes back unasked.
+/// The snapshot slot of the proposal as the user left it when the current revision started:
+/// what they reviewed with their hunk decisions applied (a rejected hunk gone, an accepted one
+/// in the project).
+pub const LEFT: u8 = 2;
+
+/// The next revision: its baseline snapshots (what was reviewed, and as the user left it), the
+/// overlay back in place, the move in `bin.db`. Shared by [`revise`] and a live agent writing
+/// again after its turn. `send`: the unsent feedback goes with it (a revise; not the agent
+/// writing again by itself). A proposal rejected whole starts again empty (the user left
+/// nothing of it): what the user rejected never comes back unasked.
 pub fn start(project: &Project, id: &str, to: State, why: &str, send: bool) -> Result<(u32, Vec<Feedback>)> {
-    let was = project.bin()?.get(id)?.state;
+    let rec = project.bin()?.get(id)?;
     project.unarchive_overlay(id)?;
     if let Some(o) = project.existing_overlay(id)? {
         let reviewed = o.snapshot_get(0)?;
         o.snapshot_put(1, &reviewed)?;
-        if was == State::Rejected {
+        let left: Vec<(String, Option<Vec<u8>>)> = if rec.state == State::Rejected {
             o.clear_entries()?;
-        }
+            Vec::new()
+        } else {
+            super::diff::changes_from(project, &o, &rec, &o.changes()?)?.into_iter().map(|c| (c.path, c.new)).collect()
+        };
+        o.snapshot_put(LEFT, &left)?;
     }
     project.bin()?.start_revision(id, to, why, send)
 }
@@ -105,16 +117,16 @@ pub fn snapshot(project: &Project, overlay: &crate::store::overlay::Overlay, id:
 }
 
 /// What changed in the proposal since the user last reviewed it: for each path of the
-/// reviewed proposal or the current one, the reviewed version (else the project's) against
-/// the current one (else the project's). Revision 1 has no earlier review: the whole
-/// proposal.
+/// proposal as the user left it ([`LEFT`]) or the current one, the left version (else the
+/// project's) against the current one (else the project's). Revision 1 has no earlier review:
+/// the whole proposal.
 pub fn since_review(project: &Project, id: &str) -> Result<Vec<FileChange>> {
     let now = changes(project, id)?;
     let Some(o) = project.existing_overlay(id)? else { return Ok(now) };
     if project.bin()?.revision(id)? <= 1 {
         return Ok(now);
     }
-    let reviewed = o.snapshot_get(1)?;
+    let reviewed = o.snapshot_get(LEFT)?;
     let mut out = Vec::new();
     let mut paths: Vec<&str> = reviewed.iter().map(|(p, _)| p.as_str()).chain(now.iter().map(|c| c.path.as_str())).collect();
     paths.sort_unstable();
@@ -147,7 +159,8 @@ pub fn reviewed(project: &Project, id: &str) -> Result<Vec<FileChange>> {
 }
 
 /// For each hunk of `path` in the proposal (current file → proposal), whether it changed
-/// since the user last reviewed (`false` everywhere in revision 1).
+/// since the user last reviewed (`reviewed`: the proposal as they left it, [`LEFT`]; `false`
+/// everywhere in revision 1).
 pub fn revised_hunks(reviewed: Option<&[(String, Option<Vec<u8>>)]>, path: &str, current: &[u8], proposed: &[u8], hunks: &[Hunk]) -> Vec<bool> {
     let Some(reviewed) = reviewed else { return vec![false; hunks.len()] };
     let before = reviewed.iter().find(|(p, _)| p == path).map_or(current, |(_, c)| c.as_deref().unwrap_or_default());

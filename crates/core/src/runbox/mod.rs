@@ -33,6 +33,7 @@ mod stage;
 pub mod streamed;
 mod sys;
 pub mod term;
+pub mod typed;
 mod unconfined;
 mod view;
 pub mod wrap;

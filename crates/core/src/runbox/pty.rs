@@ -41,6 +41,9 @@ struct ConsoleState {
     requests: std::sync::Mutex<Vec<String>>,
     /// The pty's master side (none: the session has no terminal of its own).
     master: std::sync::Mutex<Option<OwnedFd>>,
+    /// Lines the user submitted in the terminal ([`super::typed`]), not yet taken (a few: the
+    /// first ones name the session).
+    typed: std::sync::Mutex<Vec<String>>,
     start: std::sync::OnceLock<std::time::Instant>,
 }
 
@@ -74,6 +77,21 @@ impl Console {
                 // A few at a time: a flood is dropped, not queued.
                 if r.len() < 4 {
                     r.push(String::from_utf8_lossy(&a).into_owned());
+                }
+            }
+        }
+    }
+
+    /// Takes the lines the user typed and submitted (Enter) since the last look, oldest first.
+    pub fn take_typed(&self) -> Vec<String> {
+        self.inner.typed.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default()
+    }
+
+    fn typed(&self, lines: Vec<String>) {
+        if let Ok(mut t) = self.inner.typed.lock() {
+            for line in lines {
+                if t.len() < 8 {
+                    t.push(line);
                 }
             }
         }
@@ -212,9 +230,9 @@ impl Terminal {
                 }
                 let mut wake = None;
                 if let (Ok(keys), Ok(stdin), Ok((wake_r, wake_w))) = (master.try_clone(), user.stdin.try_clone(), rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)) {
-                    let s = Arc::clone(&stop);
+                    let (s, typed) = (Arc::clone(&stop), console.clone());
                     wake = Some(wake_w);
-                    threads.push(std::thread::spawn(move || keys_in(stdin, keys, wake_r, &s)));
+                    threads.push(std::thread::spawn(move || keys_in(stdin, keys, wake_r, &s, &typed)));
                 }
                 let Streams { stdin, stdout, .. } = user;
                 let seen = console.clone();
@@ -269,8 +287,10 @@ fn readable(fd: impl AsFd, ms: i64) -> bool {
     matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
 }
 
-fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
+/// Copies the user's keys to the agent's terminal; the lines they submit go to `console`.
+fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool, console: &Console) {
     let mut master = std::fs::File::from(master);
+    let mut lines = super::typed::Lines::default();
     let mut buf = [0u8; 16 * 1024];
     while !stop.load(Ordering::SeqCst) {
         let mut fds = [rustix::event::PollFd::new(&stdin, rustix::event::PollFlags::IN), rustix::event::PollFd::new(&wake, rustix::event::PollFlags::IN)];
@@ -292,6 +312,7 @@ fn keys_in(stdin: OwnedFd, master: OwnedFd, wake: OwnedFd, stop: &AtomicBool) {
                 if master.write_all(&buf[..n]).is_err() {
                     break;
                 }
+                console.typed(lines.feed(&buf[..n]));
             }
         }
     }

@@ -26,6 +26,7 @@ mod argv;
 pub use argv::{command_line, command_text, recorded};
 pub mod env;
 pub(crate) mod gitconfig;
+pub mod name;
 pub mod state;
 
 /// How often the written layer is looked at while CMD runs.
@@ -82,7 +83,9 @@ pub fn begin(project: &Project, opts: &Options) -> Result<String> {
             Ok(id)
         }
         None => {
-            let task = opts.task.clone().unwrap_or_else(|| command_text(&opts.argv));
+            // Its name: `--task`, a one-shot line's prompt, else the command line until the user
+            // types a first prompt to it (`name`).
+            let task = name::given(opts.task.as_deref(), &opts.argv).map(name::bounded).or_else(|| name::prompt(&opts.argv)).unwrap_or_else(|| command_text(&opts.argv));
             let id = bin.wrap_begin(&task, this_worker())?;
             argv::save(&dir_of(project, &id), &opts.argv)?;
             crate::jj::started(project, &id);
@@ -111,7 +114,9 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let req = request(project, opts)?;
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None };
+    // Named by the first task typed to it, unless named already (`--task`, `-p`, resumed).
+    let named = name::given(opts.task.as_deref(), &opts.argv).is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -190,6 +195,8 @@ struct Live {
     /// The agent's output mark when its last turn went to review (a turn ends once per burst
     /// of output).
     turn_mark: Option<i64>,
+    /// The session has its name (else the first task line the user types gives it one).
+    named: bool,
 }
 
 impl Live {
@@ -199,6 +206,14 @@ impl Live {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
         if !console.is_pty() {
             return Ok(());
+        }
+        let typed = console.take_typed();
+        if let Some(line) = typed.iter().find(|l| !self.named && name::is_task(l)) {
+            // Best effort: a name is never worth failing the session for.
+            if let Err(e) = name::rename(project, agent, line) {
+                tracing::warn!(agent, "naming the session: {e}");
+            }
+            self.named = true;
         }
         let quiet = console.quiet_for();
         // Feedback first, once the agent has drawn its screen and gone still: what it answers is
@@ -252,7 +267,11 @@ fn submit(project: &Project, agent: &str, how: &str) -> Result<usize> {
     let overlay = project.overlay(agent)?;
     argv::record(&overlay, &dir_of(project, agent))?;
     let paths = overlay.paths()?;
-    let summary = format!("wrap: {how}; {} path(s) changed", paths.len());
+    // Its name first (headers and lists cut the end), unless it is the command `how` shows.
+    let task = project.bin()?.get(agent)?.task;
+    let argv: Vec<String> = overlay.kv_get(ARGV)?.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    let lead = if task != command_text(&argv) { format!("{} — ", name::bounded(&task)) } else { String::new() };
+    let summary = format!("{lead}wrap: {how}; {} path(s) changed", paths.len());
     overlay.kv_set("submission", &serde_json::json!({ "summary": summary, "changed_files": paths.iter().map(|(p, _)| p).collect::<Vec<_>>() }).to_string())?;
     crate::orchestrator::submit(project, &mut project.bin()?, agent, &overlay, true, serde_json::json!({ "wrap": how }))?;
     Ok(paths.len())

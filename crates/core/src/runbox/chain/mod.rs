@@ -14,6 +14,11 @@ mod words;
 #[cfg(test)]
 mod tests;
 
+/// A shell word list (`'…'`, `"…"` and `\` quote) split as `env -S` splits it.
+pub(crate) fn split_words(s: &str) -> Vec<String> {
+    words::split_string(s)
+}
+
 use std::path::Path;
 
 /// One program, script or directory a command line names.

@@ -147,6 +147,12 @@ impl Bin {
         Ok(id)
     }
 
+    /// A wrap session's new name (its task): the first prompt typed to it.
+    pub fn rename(&self, id: &str, task: &str) -> Result<()> {
+        self.conn.execute("UPDATE agents SET task = ?2 WHERE id = ?1", params![id, task])?;
+        Ok(())
+    }
+
     /// Agent `id` back to executing for `worker` (`cairn wrap --agent`): from reviewing, or
     /// from executing when its previous `cairn wrap` is gone (`alive` says).
     pub fn wrap_resume(&mut self, id: &str, worker: Worker, alive: &dyn Fn(Worker) -> bool) -> Result<()> {
