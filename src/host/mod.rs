@@ -173,7 +173,14 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
                 if ev.kind.is_activity() {
                     continue;
                 }
-                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name() });
+                // An agent that starts waiting for the user: its mark, for whatever tells them.
+                let mark = if ev.state == cairn_core::lifecycle::State::Reviewing {
+                    let (project, id) = (Arc::clone(&h.project), ev.agent_id.clone());
+                    tokio::task::spawn_blocking(move || project.bin().and_then(|b| b.mark_of(&id)).ok().flatten()).await.ok().flatten()
+                } else {
+                    None
+                };
+                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name(), "mark": mark });
                 let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
             }
         }
