@@ -140,7 +140,8 @@ end
 
 --- What the inner Neovim decided about agent `id` starting to wait (`nil` until it did).
 local function decided(id)
-  return remote('for _, d in ipairs(require("cairn.attention").decided) do if d.id == ... then return d end end', id)
+  local d = remote('for _, d in ipairs(require("cairn.attention").decided) do if d.id == ... then return d end end', id)
+  return d ~= vim.NIL and d or nil
 end
 
 H.test('an agent that starts waiting while you are in another tmux window is announced there', function()
