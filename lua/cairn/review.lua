@@ -249,7 +249,8 @@ function M.resolve(on_done)
     for _, w in ipairs(r.conflict_with or {}) do
       table.insert(who, w == 'your edit' and w or ('agent ' .. w))
     end
-    notify.notify(string.format('%s of %s: base | landed%s | proposed (edit it; :w keeps it, :CairnAccept lands it)', r.path, r.id, #who > 0 and (' (' .. table.concat(who, ', ') .. ')') or ''))
+    -- Short first: what to do leads, the command line cuts the end at its width.
+    notify.notify(string.format('edit %s\'s %s (:w keeps it, :CairnAccept lands it)%s', r.id, r.path, #who > 0 and ('; it conflicts with ' .. table.concat(who, ', ')) or ''))
     if on_done then on_done(r, out) end
   end)
 end
