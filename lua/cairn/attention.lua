@@ -57,17 +57,17 @@ function M.tell(ways, text)
 end
 
 --- Asks tmux about `pane`: `cb(visible, active)` (`nil` when tmux does not know it). Visible:
---- its window is its session's current one and a client is attached; active: and it is its
---- window's active pane.
+--- its window is its session's current one, a client is attached, and no other pane of the
+--- window is zoomed over it; active: and it is its window's active pane.
 local function pane_state(pane, cb)
-  local fmt = '#{window_active} #{session_attached} #{pane_active}'
+  local fmt = '#{window_active} #{session_attached} #{pane_active} #{window_zoomed_flag}'
   local ok = pcall(vim.system, { 'tmux', 'display-message', '-p', '-t', pane, fmt }, { text = true }, function(r)
-    local w, s, p = (r.stdout or ''):match('^(%d+) (%d+) (%d+)')
+    local w, s, p, z = (r.stdout or ''):match('^(%d+) (%d+) (%d+) (%d+)')
     vim.schedule(function()
       if r.code ~= 0 or not w then
         cb(nil, nil)
       else
-        local visible = w == '1' and tonumber(s) > 0
+        local visible = w == '1' and tonumber(s) > 0 and (z == '0' or p == '1')
         cb(visible, visible and p == '1')
       end
     end)
