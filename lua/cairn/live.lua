@@ -1,5 +1,6 @@
 --- Neovim follows the project with no key pressed: the host starts as soon as a buffer of a
---- Cairn project (its root holds `.agentfs/`) is open, at startup or later, so every pending
+--- Cairn project (its root holds `.agentfs/`) is open, at startup or later, or as soon as the
+--- project of an open buffer is initialized (a `cairn` command from a shell), so every pending
 --- proposal is drawn and the status snapshot filled whether Neovim started before or after the
 --- agents; status lines (and the tabline) redraw whenever the snapshot changes.
 local M = {}
@@ -20,35 +21,84 @@ local function inside(path, root)
   return false
 end
 
---- Does `buf` show a file of the project the host serves (`rpc.project_root()`), and is that
---- project a Cairn project (`.agentfs/` at its root)?
+--- Does `buf` show a file of the project the host would serve (`rpc.project_root()`)? Its
+--- root then, and whether the project is initialized (`.agentfs/` at its root).
 ---@param buf integer
----@return boolean
+---@return string? root, boolean initialized
 function M.of_project(buf)
   if not vim.api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= '' then
-    return false
+    return nil, false
   end
   local name = vim.api.nvim_buf_get_name(buf)
   if name == '' or name:find('^%a[%w+.-]*://') then
-    return false
+    return nil, false
   end
   local rpc = require('cairn.rpc')
-  local root = rpc.root or rpc.project_root()
-  if vim.fn.isdirectory(root .. '/.agentfs') == 0 then
-    return false
+  local root = rpc.project_root()
+  if not inside(vim.fn.fnamemodify(name, ':p'), root) then
+    return nil, false
   end
-  return inside(vim.fn.fnamemodify(name, ':p'), root)
+  return root, vim.fn.isdirectory(root .. '/.agentfs') == 1
+end
+
+--- A watch on a project's root while it is not initialized, for `.agentfs/` to appear.
+local watcher
+
+function M.unwatch()
+  if watcher then
+    pcall(function() watcher:stop() end)
+    pcall(function() watcher:close() end)
+    watcher = nil
+  end
+end
+
+--- The project of an open buffer is not initialized yet: its root is watched for `.agentfs/`
+--- (a `cairn` command from a shell, an agent started there, creates it); when it appears, the
+--- host starts as if the buffer had just opened. One directory, not recursive.
+local function watch_for_init(root)
+  if watcher or not (vim.uv and vim.uv.new_fs_event) then
+    return
+  end
+  local w = vim.uv.new_fs_event()
+  if not w then
+    return
+  end
+  local ok = pcall(function()
+    assert(w:start(root, {}, function(err, name)
+      vim.schedule(function()
+        if require('cairn.rpc').chan then
+          -- A command started the host meanwhile: nothing to wait for.
+          M.unwatch()
+        elseif (err or name == '.agentfs') and vim.fn.isdirectory(root .. '/.agentfs') == 1 then
+          M.unwatch()
+          M.start_for_open_buffers()
+        end
+      end)
+    end))
+  end)
+  if ok then
+    watcher = w
+  else
+    pcall(function() w:close() end)
+  end
 end
 
 --- Starts the host if `buf` is a file of a Cairn project and no host runs (never inside a
---- preview, which has no host of its own).
+--- preview, which has no host of its own); a file of a project not initialized yet waits for
+--- it to be.
 ---@param buf integer
 function M.maybe_start(buf)
   local rpc = require('cairn.rpc')
-  if rpc.chan or in_preview() or not M.of_project(buf) then
+  if rpc.chan or in_preview() then
     return
   end
-  rpc.start()
+  local root, initialized = M.of_project(buf)
+  if initialized then
+    M.unwatch()
+    rpc.start()
+  elseif root then
+    watch_for_init(root)
+  end
 end
 
 --- Every loaded buffer: the host starts if one of them is a project's file.

@@ -200,7 +200,21 @@ if chan then
 end
 tmux({ 'kill-server' })
 
--- Headless from here: this Neovim, a project of its own.
+-- Headless from here: this Neovim, projects of its own.
+H.test('a file open before its project is initialized: a shell run draws its proposal with no command', function()
+  root = H.project({ ['fresh.txt'] = lines(5), ['agents/fresh.pym'] = script('fresh', { { 'fresh.txt', 3, 'FRESH3' } }) })
+  home = vim.env.CAIRN_HOME
+  vim.cmd.edit(root .. '/fresh.txt')
+  local buf = vim.api.nvim_get_current_buf()
+  H.eq(require('cairn.rpc').chan, nil, 'no host: the project has no .agentfs/ yet')
+  -- From a shell: the project initialized, an agent run to review.
+  cli('init')
+  run('fresh')
+  H.wait(20000, function() return vim.tbl_contains(H.virt_text(buf), 'FRESH3') end, function() return 'the proposal drawn: ' .. vim.inspect(H.virt_text(buf)) end)
+  require('cairn.rpc').stop()
+  vim.cmd('bwipeout!')
+end)
+
 local conflicted = H.project({
   ['a.txt'] = lines(60),
   ['agents/a.pym'] = script('A edits', { { 'a.txt', 40, 'A40' }, { 'a.txt', 50, 'A50' } }),
