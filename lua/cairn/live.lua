@@ -44,6 +44,11 @@ end
 --- A watch on a project's root while it is not initialized, for `.agentfs/` to appear.
 local watcher
 
+--- Is the root of an open buffer's project watched for its initialization?
+function M.watching()
+  return watcher ~= nil
+end
+
 function M.unwatch()
   if watcher then
     pcall(function() watcher:stop() end)

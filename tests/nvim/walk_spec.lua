@@ -206,6 +206,7 @@ H.test('a file open before its project is initialized: a shell run draws its pro
   home = vim.env.CAIRN_HOME
   vim.cmd.edit(root .. '/fresh.txt')
   local buf = vim.api.nvim_get_current_buf()
+  H.wait(5000, function() return require('cairn.live').watching() end, 'the root watched for its initialization')
   H.eq(require('cairn.rpc').chan, nil, 'no host: the project has no .agentfs/ yet')
   -- From a shell: the project initialized, an agent run to review.
   cli('init')
