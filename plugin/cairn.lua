@@ -41,6 +41,7 @@ cmd('CairnUndo', function(o) cairn().undo(o.args) end, { nargs = '?', complete =
 cmd('CairnAcceptHunk', function(o) cairn().accept_hunk(nil, o.bang) end, { bang = true, desc = 'Accept the hunk under the cursor (a conflicted one opens :CairnResolve; ! lands it anyway)' })
 cmd('CairnResolve', function() require('cairn.review').resolve() end, { desc = 'Three-way view (base, landed, proposed) of the conflicted hunk under the cursor' })
 cmd('CairnRejectHunk', function(o) cairn().reject_hunk(nil, o.args) end, { nargs = '*', desc = 'Reject the hunk under the cursor: [reason for the agent]' })
+cmd('CairnHunks', function(o) cairn().hunks(o.bang) end, { bang = true, desc = "The shown agent's pending hunks in the quickfix list (! = every agent's)" })
 cmd('CairnNextHunk', function() cairn().next_hunk() end, { desc = 'Go to the next cairn hunk' })
 cmd('CairnPrevHunk', function() cairn().prev_hunk() end, { desc = 'Go to the previous cairn hunk' })
 cmd('CairnTasks', function() cairn().tasks() end, { desc = 'List tasks; <CR> shows the task agent\'s ghost text' })
@@ -70,6 +71,10 @@ local function highlights()
 end
 highlights()
 vim.api.nvim_create_autocmd('ColorScheme', { group = vim.api.nvim_create_augroup('cairn_highlights', {}), callback = highlights, desc = 'cairn: default highlight links' })
+
+-- The host starts when a file of a Cairn project opens; status lines follow the status.
+require('cairn.live').install()
+require('cairn.attention').install()
 
 -- Default mappings unless setup({ keymaps = false }) ran first or vim.g.cairn_keymaps is false.
 if vim.g.cairn_keymaps ~= false then

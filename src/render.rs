@@ -147,7 +147,7 @@ fn log(l: &cairn_core::review::revise::LogReport) {
 }
 
 fn status(s: &Status) {
-    outln!("agent     {}", s.id);
+    outln!("agent     {}{}", s.id, s.mark.as_ref().map(|m| format!("  mark {m}")).unwrap_or_default());
     outln!("state     {}{}  revision {}", s.state, if s.in_progress { " (in progress)" } else { "" }, s.revision);
     outln!("task      {}", esc(s.task.lines().next().unwrap_or("")));
     outln!("provider  {}  priority {}", s.provider, s.priority);

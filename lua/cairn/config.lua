@@ -15,6 +15,7 @@ local M = {}
 ---@field ghost_text boolean Show the selected agent's changes as ghost text.
 ---@field auto_reload boolean Reload unmodified buffers after accept and undo.
 ---@field keymaps cairn.Keymaps|false Default mappings; false for none.
+---@field attention string[]|false How to tell you an agent waits for review while you are elsewhere: 'bell', 'osc9', 'osc777', 'tmux'; false for never.
 
 M.schema = {
   binary = { type = 'string', optional = true, desc = 'path of the cairn binary' },
@@ -29,6 +30,13 @@ M.schema = {
     keys = { accept = true, reject = true, preview = true },
     desc = 'default mappings',
   },
+  attention = {
+    type = 'table',
+    allow_false = true,
+    default = { 'bell', 'tmux', 'osc9' },
+    list_of = { bell = true, osc9 = true, osc777 = true, tmux = true },
+    desc = 'how to tell you an agent waits for review while you are elsewhere',
+  },
 }
 
 ---@type cairn.Config
@@ -36,6 +44,7 @@ M.values = vim.deepcopy({
   ghost_text = true,
   auto_reload = true,
   keymaps = M.schema.keymaps.default,
+  attention = M.schema.attention.default,
 })
 
 local function fail(msg)
@@ -57,6 +66,13 @@ function M.setup(opts)
     if not (value == false and spec.allow_false) and type(value) ~= spec.type then
       fail(string.format("option '%s' must be a %s, got %s", key, spec.type, type(value)))
     end
+    if spec.list_of and type(value) == 'table' then
+      for _, v in pairs(value) do
+        if not spec.list_of[v] then
+          fail(string.format("'%s' takes a list of %s, got %s", key, table.concat(vim.tbl_keys(spec.list_of), ', '), vim.inspect(v)))
+        end
+      end
+    end
     if spec.keys and type(value) == 'table' then
       for k, v in pairs(value) do
         if not spec.keys[k] then
@@ -74,6 +90,10 @@ function M.setup(opts)
   M.values = vim.tbl_deep_extend('force', M.values, opts)
   if opts.keymaps == false then
     M.values.keymaps = false
+  end
+  -- A list replaces the default list (a deep merge would keep its other entries).
+  if opts.attention ~= nil then
+    M.values.attention = opts.attention
   end
   M.apply_keymaps()
 end

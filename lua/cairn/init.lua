@@ -51,6 +51,12 @@ function M.accept_hunk(on_done, force)
   require('cairn.review').accept_hunk(on_done, force)
 end
 
+--- `:CairnHunks[!]`: the shown agent's pending hunks (`all`: every agent's) in the quickfix
+--- list; `on_done(items)`.
+function M.hunks(all, on_done)
+  require('cairn.hunks').fill(all, on_done)
+end
+
 function M.next_hunk()
   if not require('cairn.ghost').jump(1) then
     notify.notify('no next cairn hunk in this buffer')
@@ -276,6 +282,10 @@ local levels = {
 --- `notify` coalesces those that come together and keeps them to one line.
 function M.on_event(ev)
   vim.api.nvim_exec_autocmds('User', { pattern = 'CairnEvent', modeline = false, data = ev })
+  if ev.type == 'state_changed' and ev.state == 'reviewing' then
+    -- Its proposal waits for the user: tell them if they are elsewhere (cairn.attention).
+    require('cairn.attention').waiting(ev.id, type(ev.mark) == 'string' and ev.mark or nil)
+  end
   -- Passing states are not worth a message; `:CairnLog` shows them.
   if ev.type == 'state_changed' and (ev.state == 'generating' or ev.state == 'submitting') then
     return

@@ -142,6 +142,45 @@ local function version_window(name, text, ft)
   return buf
 end
 
+--- How the three-way view fits `columns`: side by side when each version gets `MIN_WIDTH`
+--- columns; else the base across the top and landed | proposed below; else all three stacked.
+local MIN_WIDTH = 60
+
+---@param columns integer
+---@return 'columns'|'base_above'|'stacked'
+function M.resolve_layout(columns)
+  if columns >= 3 * MIN_WIDTH then
+    return 'columns'
+  elseif columns >= 2 * MIN_WIDTH then
+    return 'base_above'
+  end
+  return 'stacked'
+end
+
+--- Line `line` (1-based) of text `a` in text `b`: moved by the changes above it; a line a
+--- change replaces maps to where that change starts in `b`.
+local function map_line(a, b, line)
+  local diff = (vim.text and vim.text.diff) or vim.diff
+  local ok, hunks = pcall(diff, a, b, { result_type = 'indices' })
+  if not ok or type(hunks) ~= 'table' then
+    return line
+  end
+  local shift = 0
+  for _, h in ipairs(hunks) do
+    -- {start_a, count_a, start_b, count_b}; a count of 0 means after line start.
+    local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
+    local first_a, first_b = ca == 0 and sa + 1 or sa, cb == 0 and sb + 1 or sb
+    if line < first_a then
+      break
+    end
+    if line < first_a + ca then
+      return math.max(first_b, 1)
+    end
+    shift = (first_b + cb) - (first_a + ca)
+  end
+  return math.max(line + shift, 1)
+end
+
 --- `:CairnResolve`: the file of the hunk under the cursor (or the first conflicted one of the
 --- buffer) in a three-way view in a new tab: as the agent read it, as it is now (what landed),
 --- and the agent's proposal, which you edit. `:w` there makes your text the agent's version
@@ -164,11 +203,13 @@ function M.resolve(on_done)
   local ft = vim.bo[buf].filetype
   rpc.call('three_way', { id = found.agent, path = found.path }, function(r)
     local strip = function(t) return t ~= vim.NIL and t and t:gsub('\n$', '') or '' end
+    local layout = M.resolve_layout(vim.o.columns)
     vim.cmd('tabnew')
     version_window('cairn://base/' .. r.id .. '/' .. r.path, strip(r.base), ft)
-    vim.cmd('rightbelow vsplit')
+    vim.cmd(layout == 'columns' and 'rightbelow vsplit' or 'rightbelow split')
     version_window('cairn://landed/' .. r.path, strip(r.landed), ft)
-    vim.cmd('rightbelow vsplit')
+    local landed_win = vim.api.nvim_get_current_win()
+    vim.cmd(layout == 'stacked' and 'rightbelow split' or 'rightbelow vsplit')
     local out = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_lines(out, 0, -1, false, vim.split(strip(r.proposed), '\n', { plain = true }))
     pcall(vim.api.nvim_buf_set_name, out, 'cairn://resolve/' .. r.id .. '/' .. r.path)
@@ -179,6 +220,25 @@ function M.resolve(on_done)
     vim.b[out].cairn_resolve = { id = r.id, path = r.path }
     vim.api.nvim_win_set_buf(0, out)
     vim.cmd('diffthis')
+    if layout == 'base_above' then
+      -- The base is for reference: a quarter of the height, the two to compare below it.
+      vim.api.nvim_win_set_height(vim.fn.win_getid(1), math.max(3, math.floor(vim.o.lines / 4)))
+    end
+    -- At the first conflict (else the first change): in the landed version, and where the
+    -- proposal has it.
+    local first = type(r.conflicts) == 'table' and type(r.conflicts[1]) == 'table' and r.conflicts[1][1] or nil
+    if first then
+      local landed_line = math.min(first, vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(landed_win)))
+      vim.api.nvim_win_set_cursor(landed_win, { landed_line, 0 })
+      local line = map_line(strip(r.landed) .. '\n', strip(r.proposed) .. '\n', first)
+      vim.api.nvim_win_set_cursor(0, { math.min(line, vim.api.nvim_buf_line_count(out)), 0 })
+    else
+      vim.api.nvim_win_set_cursor(0, { 1, 0 })
+      if vim.fn.diff_hlID(1, 1) == 0 then
+        vim.cmd('silent! normal! ]c')
+      end
+    end
+    vim.cmd('normal! zz')
     vim.api.nvim_create_autocmd('BufWriteCmd', {
       buffer = out,
       callback = function()
@@ -189,7 +249,8 @@ function M.resolve(on_done)
     for _, w in ipairs(r.conflict_with or {}) do
       table.insert(who, w == 'your edit' and w or ('agent ' .. w))
     end
-    notify.notify(string.format('%s of %s: base | landed%s | proposed (edit it; :w keeps it, :CairnAccept lands it)', r.path, r.id, #who > 0 and (' (' .. table.concat(who, ', ') .. ')') or ''))
+    -- Short first: what to do leads, the command line cuts the end at its width.
+    notify.notify(string.format('edit %s\'s %s (:w keeps it, :CairnAccept lands it)%s', r.id, r.path, #who > 0 and ('; it conflicts with ' .. table.concat(who, ', ')) or ''))
     if on_done then on_done(r, out) end
   end)
 end

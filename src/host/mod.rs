@@ -173,7 +173,8 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
                 if ev.kind.is_activity() {
                     continue;
                 }
-                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name() });
+                let mark = waiting_mark(&h.project, &ev).await;
+                let payload = serde_json::json!({ "id": ev.agent_id, "state": ev.state, "message": ev.message, "type": ev.kind.type_name(), "mark": mark });
                 let _ = nvim.exec_lua("require('cairn').on_event(...)", vec![to_value(&payload)]).await;
             }
         }
@@ -196,6 +197,16 @@ async fn poll_events(h: Handler, nvim: Neovim<Writer>) {
             _ = h.refresh.notified() => { shown = None; }
         }
     }
+}
+
+/// The mark of the agent of `ev` when it starts waiting for the user (reviewing): whatever
+/// tells them names it by its mark.
+async fn waiting_mark(project: &Arc<Project>, ev: &cairn_core::events::Event) -> Option<String> {
+    if ev.state != cairn_core::lifecycle::State::Reviewing {
+        return None;
+    }
+    let (project, id) = (Arc::clone(project), ev.agent_id.clone());
+    tokio::task::spawn_blocking(move || project.bin().and_then(|b| b.mark_of(&id)).ok().flatten()).await.ok().flatten()
 }
 
 impl Handler {

@@ -181,3 +181,36 @@ fn a_forced_hunk_accept_keeps_the_line_next_to_it() {
     f.cairn(&["accept-hunk", &z, "a.txt", &n.to_string(), "--force"]).ok();
     assert_eq!(f.read_str("a.txt").unwrap(), lines(20).replace("l7\n", "Z7\n").replace("l8\n", "X8\n"));
 }
+
+/// A mark is an agent's for its life: another agent landing, being rejected or undone moves
+/// no mark (`status --json`, the board, the tmux line); a new agent takes the next letter, not
+/// one just freed; two pending agents never share one.
+#[test]
+fn marks_stay_with_their_agents_whatever_the_others_do() {
+    let f = Fixture::with_files(&[("a.txt", &lines(20))]);
+    let a = edit(&f, &[(2, "A2")]);
+    let b = edit(&f, &[(8, "B8")]);
+    let c = edit(&f, &[(14, "C14")]);
+    let mark = |id: &str| json(&f, &["status", id, "--json"])["mark"].clone();
+    let board = || -> Vec<(String, String)> {
+        let agents = json(&f, &["status", "--json"])["board"]["agents"].clone();
+        agents.as_array().unwrap().iter().map(|x| (x["id"].as_str().unwrap().to_string(), x["mark"].as_str().unwrap().to_string())).collect()
+    };
+    assert_eq!((mark(&a), mark(&b), mark(&c)), ("A".into(), "B".into(), "C".into()), "in the order they started");
+    f.cairn(&["accept", &a]).ok();
+    assert_eq!((mark(&b), mark(&c)), ("B".into(), "C".into()), "A landed: B and C keep their marks");
+    assert_eq!(board(), vec![(b.clone(), "B".into()), (c.clone(), "C".into())]);
+    let tmux = f.cairn(&["status", "--format", "tmux"]).ok().stdout;
+    assert!(tmux.contains(&format!("B {} waits", &b[..4])) && tmux.contains(&format!("C {} waits", &c[..4])), "{tmux}");
+    assert_eq!(mark(&a), Value::Null, "a decided agent shows no mark (its letter may be another's)");
+    f.cairn(&["reject", &b]).ok();
+    assert_eq!(mark(&c), "C", "B rejected: C keeps its mark");
+    let d = edit(&f, &[(18, "D18")]);
+    assert_eq!(mark(&d), "D", "a new agent takes the next letter, not the A or B just freed");
+    // An undone accept takes its own letter back while no pending agent holds it.
+    f.cairn(&["undo", &a]).ok();
+    assert_eq!((mark(&a), mark(&c), mark(&d)), ("A".into(), "C".into(), "D".into()));
+    let listed = json(&f, &["list-agents", "--json"]);
+    let marks: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|x| x["mark"].as_str()).collect();
+    assert_eq!(marks, ["A", "C", "D"], "list-agents: the same marks");
+}

@@ -161,7 +161,13 @@ H.test('with several reviewing agents the latest shows; :CairnSelect and :CairnL
     local st = require('cairn').status()
     return #st.agents == 2 and #st.agents[1].overlaps == 1 and st.agents[1].waits == true
   end, 'the status snapshot: ' .. vim.inspect(require('cairn').status()))
-  H.ok(require('cairn').statusline():find(first:sub(1, 4) .. ' waits ⚠B', 1, true), require('cairn').statusline())
+  -- Marks are the agents' for their life: these two follow the agents of the tests before.
+  local marks = {}
+  for _, a in ipairs(require('cairn').status().agents) do
+    marks[a.id] = a.mark
+  end
+  local want = string.format('%s %s waits ⚠%s', marks[first], first:sub(1, 4), marks[second])
+  H.ok(require('cairn').statusline():find(want, 1, true), want .. ' in ' .. require('cairn').statusline())
   H.ok(vim.tbl_contains(H.virt_text(buf), label(second) .. 'overlaps agent ' .. first .. ' (both change these lines)'), vim.inspect(H.virt_text(buf)))
   local fired = 0
   vim.api.nvim_create_autocmd('User', { pattern = 'CairnStatus', callback = function(ev) fired = #ev.data.agents end })

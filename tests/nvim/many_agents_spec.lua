@@ -1,5 +1,5 @@
 -- Many agents at once, the way a user runs them: a real Neovim in a real tmux window 80
--- columns wide (its pane half of it once :CairnWrap splits it), two real Claude Code sessions
+-- columns wide (:CairnWrap's pane below it), two real Claude Code sessions
 -- under `cairn wrap` (one from :CairnWrap, one from a shell in another tmux window) and one
 -- MCP agent (the official Python SDK), the Claudes' model a scripted API on 127.0.0.1. Two of
 -- them change the same `raise` line:
@@ -100,12 +100,19 @@ H.test('three agents at once: all drawn while they work, the overlap marked, acc
   H.wait(10000, function() return tui:remote('return vim.api.nvim_buf_get_name(0)') == path end, 'the inner Neovim on the file')
   tui:remote([[vim.o.laststatus = 2; vim.o.statusline = "%{v:lua.require'cairn'.statusline()}"]])
 
-  -- Claude A from :CairnWrap (the window splits: Neovim keeps 40 columns).
+  -- Claude A from :CairnWrap (at 80 columns the window splits top and bottom: Neovim keeps
+  -- its 80 columns, Claude below it).
   local known = { tui.nvim_pane }
   tui:type_into(tui.nvim_pane, ':CairnWrap ' .. tui.claude .. ' --allowedTools Read Edit')
   local pane_a = tui:new_pane(known, 'the :CairnWrap pane')
   table.insert(known, pane_a)
-  H.eq(tonumber((tui:tmux({ 'display-message', '-p', '-t', tui.nvim_pane, '#{pane_width}' }))) <= 40, true, 'a half-width Neovim')
+  local function geometry(pane)
+    local w, top = tui:tmux({ 'display-message', '-p', '-t', pane, '#{pane_width} #{pane_top}' }):match('^(%d+) (%d+)$')
+    return { tonumber(w), tonumber(top) }
+  end
+  local nv, cl = geometry(tui.nvim_pane), geometry(pane_a)
+  H.eq({ nv[1], cl[1] }, { 80, 80 }, 'Neovim keeps its 80 columns')
+  H.ok(cl[2] > nv[2], 'Claude below Neovim: ' .. vim.inspect({ nv, cl }))
   T.wait_slow(60000, function() return tui:pane(pane_a):find('? for shortcuts', 1, true) ~= nil end, function() return 'Claude A at its prompt:\n' .. tui:pane(pane_a) end)
   tui:prompt(pane_a, 'CHECKFIX: make the error of check() clearer')
   -- Claude B from a shell in another window.

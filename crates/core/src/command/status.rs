@@ -22,6 +22,10 @@ pub struct ChangeSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub id: String,
+    /// Its mark (`A`, `B`, ...) while it is pending: the one signs, ghost headers and status
+    /// lines show, kept for its life ([`crate::review::board`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
     pub state: State,
     pub task: String,
     pub priority: Priority,
@@ -110,8 +114,10 @@ pub fn status_of(project: &Project, rec: &AgentRecord, detailed: bool) -> Result
             (Vec::new(), None)
         }
     };
+    let mark = if rec.state.is_terminal() { None } else { project.bin()?.mark_of(&rec.id)? };
     Ok(Status {
         id: rec.id.clone(),
+        mark,
         state: rec.state,
         task: rec.task.clone(),
         priority: rec.priority,

@@ -1,7 +1,7 @@
 //! The board: every pending proposal of the project at once, as review sees them together.
 //!
-//! - Which agents are at work or wait for the user, each with a short mark (`A`, `B`, ...)
-//!   that signs and status lines use.
+//! - Which agents are at work or wait for the user, each with its short mark (`A`, `B`,
+//!   ...) that signs, headers and status lines use, the agent's for its life.
 //! - The overlap map: hunks of two pending proposals that touch the same lines of a file now
 //!   (adjacent lines count, as they conflict in a three-way merge). Computed from each
 //!   proposal's hunks against the project as it is, so the user's saved edits are already in
@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Serialize)]
 pub struct OnBoard {
     pub id: String,
-    /// Its mark in signs and status lines: `A`, `B`, ... in the order agents started.
+    /// Its mark in signs, headers and status lines: `A`, `B`, ... given when it started and
+    /// kept for its life (`store::bin` marks).
     pub mark: String,
     pub state: State,
     /// Still at work (its proposal grows).
@@ -79,16 +80,12 @@ fn touch(a: &Hunk, b: &Hunk) -> bool {
     s1 <= e2 && s2 <= e1
 }
 
-fn mark_of(i: usize) -> String {
-    let letters = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    if i < letters.len() { (letters[i] as char).to_string() } else { format!("{}", i + 1) }
-}
-
 /// The board of `project`: its active agents, their hunks, the overlaps between them.
 pub fn build(project: &Project) -> Result<Board> {
     let bin = project.bin()?;
     let sessions = bin.session_list(None)?;
     let now = crate::time::now_ms();
+    let marks = bin.marks()?;
     let mut agents = Vec::new();
     for rec in bin.list(false)? {
         let waits = rec.state.is_reviewable();
@@ -103,7 +100,8 @@ pub fn build(project: &Project) -> Result<Board> {
         };
         let stalled = sessions.iter().any(|s| s.agent == rec.id && s.status == "active" && now - s.heartbeat_ms > crate::store::bin::STALLED_AFTER_MS);
         let hunks = files.iter().map(|f| f.hunks.len()).sum();
-        agents.push(OnBoard { mark: mark_of(agents.len()), id: rec.id, state: rec.state, in_progress: rec.state.is_running(), waits, revision: rec.revision, summary, checks_failed, stalled, overlaps: Vec::new(), hunks, files });
+        let mark = marks.get(&rec.id).cloned().unwrap_or_else(|| "?".into());
+        agents.push(OnBoard { mark, id: rec.id, state: rec.state, in_progress: rec.state.is_running(), waits, revision: rec.revision, summary, checks_failed, stalled, overlaps: Vec::new(), hunks, files });
     }
     let overlaps = find_overlaps(&mut agents);
     let order = landing_order(&agents);

@@ -7,7 +7,8 @@
 //! - [`events`]: the event stream and hunk decisions;
 //! - [`journal`]: the accept journal;
 //! - [`tasks`]: tasks and their provenance;
-//! - [`review`]: feedback to agents, revisions, delivery exactly once.
+//! - [`review`]: feedback to agents, revisions, delivery exactly once;
+//! - [`marks`]: each agent's mark (`A`, `B`, ...), kept for its life.
 //!
 //! Every state change happens inside one IMMEDIATE transaction that checks the move against
 //! [`State::can_move_to`], writes the new state and appends an event, so a transition is
@@ -18,6 +19,7 @@ mod jj;
 pub use jj::JjRow;
 mod journal;
 pub use journal::JournalSync;
+mod marks;
 mod review;
 pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
@@ -188,7 +190,7 @@ pub struct Bin {
 
 /// The migrations `Bin::open` runs, as one number kept in the database's `application_id`
 /// once they have run: raise it with every migration added.
-const MIGRATED: i32 = 0x6361_0001;
+const MIGRATED: i32 = 0x6361_0002;
 
 impl Bin {
     /// A write transaction on a shared connection, taking the write lock at once: a deferred
@@ -202,7 +204,7 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, &format!("{SCHEMA}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA))?;
+        let conn = super::open(path, &format!("{SCHEMA}{}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA, marks::SCHEMA))?;
         // Each migration looks for its columns (a statement prepared each); a database that
         // says it has them all is not asked again.
         // Every cairn process opens this database afresh and reads its WAL whole to index it
@@ -216,6 +218,7 @@ impl Bin {
             journal::migrate(&conn)?;
             tasks::migrate(&conn)?;
             workers::migrate(&conn)?;
+            marks::migrate(&conn)?;
             conn.pragma_update(None, "application_id", MIGRATED)?;
         }
         Ok(Bin { conn })
@@ -248,6 +251,7 @@ impl Bin {
         if let Some(at) = not_before {
             tx.execute("UPDATE agents SET not_before_ms = ?2 WHERE id = ?1", params![id, at])?;
         }
+        marks::claim(&tx, &id)?;
         insert_event(&tx, &id, State::Queued, &EventKind::StateChanged { message: task.to_string() })?;
         if let Some(k) = key {
             tx.execute("INSERT INTO queue_keys(key, agent_id) VALUES (?1, ?2)", params![k, id])?;
@@ -313,6 +317,7 @@ impl Bin {
         tx.execute("DELETE FROM events WHERE agent_id = ?1", [id])?;
         tx.execute("DELETE FROM agents WHERE id = ?1", [id])?;
         tx.execute("DELETE FROM jj_changes WHERE agent = ?1", [id])?;
+        tx.execute("DELETE FROM marks WHERE agent_id = ?1", [id])?;
         tx.commit()?;
         self.forget_old(id);
         Ok(())

@@ -288,6 +288,7 @@ impl Bin {
             "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
             params![agent, State::Executing.as_str(), format!("{}: {}", task.id, task.title), crate::lifecycle::Provider::Mcp.as_str(), now],
         )?;
+        super::marks::claim(&tx, &agent)?;
         insert_event(&tx, &agent, State::Executing, &EventKind::StateChanged { message: format!("session of {actor} on task {}", task.id) })?;
         let id = format!("s{agent}");
         tx.execute(

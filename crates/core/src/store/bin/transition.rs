@@ -46,6 +46,11 @@ impl Bin {
 pub(super) fn apply_transition(tx: &rusqlite::Transaction, id: &str, to: State, extra: &TransitionExtra) -> Result<()> {
     let now = crate::time::now_ms();
     tx.execute("UPDATE agents SET state = ?2, state_changed_ms = ?3 WHERE id = ?1", params![id, to.as_str(), now])?;
+    // A pending agent holds a mark: one back from a decision (an undo, a revise) gets its own
+    // again, or a free one if a pending agent took it meanwhile.
+    if !to.is_terminal() {
+        super::marks::claim(tx, id)?;
+    }
     if let Some((kind, msg)) = extra.error {
         tx.execute("UPDATE agents SET error_kind = ?2, error = ?3 WHERE id = ?1", params![id, kind.as_str(), msg])?;
     }

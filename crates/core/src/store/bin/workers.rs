@@ -142,6 +142,7 @@ impl Bin {
             "INSERT INTO agents(id, state, task, provider, priority, created_ms, state_changed_ms, worker_pid, worker_start) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5, ?6, ?7)",
             params![id, State::Executing.as_str(), task, crate::lifecycle::Provider::Wrap.as_str(), now, worker.pid, worker.start],
         )?;
+        super::marks::claim(&tx, &id)?;
         super::insert_event(&tx, &id, State::Executing, &crate::events::EventKind::StateChanged { message: format!("wrap: {task}") })?;
         tx.commit()?;
         Ok(id)
