@@ -80,11 +80,11 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, shares: &super::budget::Shares, cg
     }
     if spec.wrap.is_none() {
         let mb = 1024 * 1024;
-        if shares.per_process > 0 {
-            // Without a cgroup, per process (see `budget`): the address space counts shared
-            // anonymous memory too, which the data limit does not.
-            rlimit(Resource::As, shares.per_process);
-        }
+        // Without a cgroup, each process's slice (see `budget`): the address space counts
+        // shared anonymous memory too, which the data limit does not. With one, no process
+        // reserves more than the whole budget (an allocation past it fails at once, rather
+        // than the cgroup killing the run when it is touched).
+        rlimit(Resource::As, if shares.per_process > 0 { shares.per_process } else { spec.max_memory_mb * mb });
         rlimit(Resource::Fsize, spec.max_memory_mb * mb);
         rlimit(Resource::Nofile, shares.files);
         rlimit(Resource::Core, 0);

@@ -59,9 +59,12 @@ pub(super) fn dev(dev: &Path, tty: bool) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn proc(proc: &Path) -> Result<(), String> {
+/// The run's own `/proc` (`wrap`: a wrap session's, whose per-user limits are larger).
+pub(super) fn proc(proc: &Path, wrap: bool) -> Result<(), String> {
     make_dirs(proc)?;
     mount("proc", proc, "proc", libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(|e| format!("a private /proc: {e}"))?;
+    // Before `/proc/sys` turns read-only: the run's own per-user kernel limits.
+    user_limits(&proc.join("sys/user"), wrap)?;
     for name in PROC_READ_ONLY {
         let p = proc.join(name);
         if p.exists() {
@@ -110,14 +113,14 @@ const NAMESPACE_LIMITS: [&str; 8] = ["max_user_namespaces", "max_mnt_namespaces"
 /// root's, so systemd and udev would be refused an inotify instance), and takes at most these.
 /// Runs: 16 inotify instances, 16,384 watches, 8 namespaces of each kind; a wrap session
 /// (an agent CLI that watches the project, and may sandbox its own tools): 64, 65,536, 256.
-pub(super) fn user_limits(wrap: bool) -> Result<(), String> {
+fn user_limits(dir: &Path, wrap: bool) -> Result<(), String> {
     let (instances, watches, namespaces) = if wrap { (64, 65_536, 256) } else { (16, 16_384, 8) };
     let mut limits = vec![("max_inotify_instances", instances), ("max_inotify_watches", watches), ("max_fanotify_groups", instances), ("max_fanotify_marks", watches)];
     limits.extend(NAMESPACE_LIMITS.iter().map(|n| (*n, namespaces)));
     for (name, value) in limits {
-        let path = format!("/proc/sys/user/{name}");
+        let path = dir.join(name);
         // A kernel without the limit has no file: nothing to lower.
-        if std::path::Path::new(&path).exists() {
+        if path.exists() {
             std::fs::write(&path, value.to_string()).map_err(|e| format!("the run's own limit {name}: {e}"))?;
         }
     }

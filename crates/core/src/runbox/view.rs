@@ -81,9 +81,7 @@ pub(super) fn build(spec: &Spec, ids: &Ids, shares: &super::budget::Shares) -> R
             super::procfs::socket_limits();
         }
     }
-    // Before `/proc/sys` turns read-only: the run's own per-user kernel limits.
-    super::procfs::user_limits(spec.wrap.is_some())?;
-    super::procfs::proc(&root.join("proc"))?;
+    super::procfs::proc(&root.join("proc"), spec.wrap.is_some())?;
     super::sys::hostname();
     if !spec.host_network {
         super::sys::loopback_up()?;
