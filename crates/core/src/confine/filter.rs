@@ -56,9 +56,10 @@ pub enum Table {
 pub struct Commands {
     /// Leave `mount`, `unshare` and friends to the command (an agent's own sandbox).
     pub mounts: bool,
-    /// Leave `memfd_create` and `shmget` to the command: only where a cgroup counts their
-    /// pages (a memfd written without a mapping, or a segment left behind, escapes every
-    /// per-process limit).
+    /// Leave `memfd_create`, `shmget` and shared anonymous mappings to the command: only
+    /// where a cgroup counts their pages (a memfd written without a mapping, or a segment
+    /// left behind, escapes every per-process limit; a shared mapping escapes the data
+    /// limit).
     pub memfd: bool,
     /// Keep kernel buffers at their defaults, as a run's budget counts them
     /// (`runbox::budget`): a socket's size requests (`SO_SNDBUF`, `SO_RCVBUF`) answered 0 and
@@ -227,6 +228,12 @@ fn command_rules(c: Commands) -> Result<Rules, String> {
     }
     rules.insert(libc::SYS_socket, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?, rule(0, Len::Dword, Op::Eq, AF_KEY)?]);
     rules.insert(libc::SYS_socketpair, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?]);
+    if !c.memfd {
+        // A shared anonymous mapping (`MAP_SHARED` or `MAP_SHARED_VALIDATE` with
+        // `MAP_ANONYMOUS`): shmem that no data limit counts.
+        let shared_anonymous = (libc::MAP_SHARED | libc::MAP_ANONYMOUS) as u64;
+        rules.insert(libc::SYS_mmap, vec![rule(3, Len::Dword, Op::MaskedEq(shared_anonymous), shared_anonymous)?]);
+    }
     if c.buffers {
         rules.insert(libc::SYS_fcntl, vec![rule(1, Len::Dword, Op::Eq, libc::F_SETPIPE_SZ as u64)?]);
     }

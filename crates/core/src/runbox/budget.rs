@@ -7,8 +7,11 @@
 //! together (tmpfs pages are charged to it); descriptors keep their own share (⅛ sockets,
 //! 1/16 pipes) outside it. Without one, every share is a per-process limit derived from the
 //! total, so that the whole tree stays within it: the tmpfs gets ¼, descriptors 3/16, and the
-//! rest is split into `RLIMIT_AS` slices for at most [`FALLBACK_PROCESSES`] processes
-//! (`RLIMIT_NPROC`). A socket holds at most the kernel's default buffer (its size requests are
+//! rest is split into slices for at most [`FALLBACK_PROCESSES`] processes (`RLIMIT_NPROC`),
+//! each its stack and data (`RLIMIT_STACK`, `RLIMIT_DATA`: private writable memory; shared
+//! anonymous memory, memfd and System V segments are refused without a cgroup). Address
+//! space only reserved is no memory: `RLIMIT_AS` is the whole budget. A socket holds at
+//! most the kernel's default buffer (its size requests are
 //! ignored, see `confine::filter`), a pipe its default 16 pages (resizing refused): each is
 //! counted as [`PER_DESCRIPTOR`], and `RLIMIT_NOFILE` is what makes the descriptors' share.
 
@@ -18,8 +21,8 @@ const MIB: u64 = 1024 * 1024;
 /// The most processes a run without a memory cgroup may run at once (its memory is split
 /// between them).
 pub const FALLBACK_PROCESSES: u64 = 16;
-/// The smallest `RLIMIT_AS` slice the fallback gives a process while it can (a Python starts
-/// in 12 MiB of address space).
+/// The smallest slice the fallback gives a process while it can (a Python starts in 12 MiB
+/// of address space).
 const MIN_SLICE: u64 = 16 * MIB;
 /// What one descriptor may hold in the kernel: a socket's default buffers (`wmem_default`,
 /// 208 KiB, and the skb overhead) or a pipe's 16 pages.
@@ -32,7 +35,8 @@ const FILES: (u64, u64) = (32, 1024);
 pub struct Shares {
     /// Processes at once (`pids.max`, else `RLIMIT_NPROC`).
     pub processes: u64,
-    /// `RLIMIT_AS` of each process, without a cgroup (0: none, the cgroup holds memory).
+    /// Each process's slice (stack and data), without a cgroup (0: none, the cgroup holds
+    /// memory).
     pub per_process: u64,
     /// The cgroup's memory limit (with one).
     pub cgroup_bytes: u64,

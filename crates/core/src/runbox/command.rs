@@ -80,11 +80,18 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, shares: &super::budget::Shares, cg
     }
     if spec.wrap.is_none() {
         let mb = 1024 * 1024;
-        // Without a cgroup, each process's slice (see `budget`): the address space counts
-        // shared anonymous memory too, which the data limit does not. With one, no process
-        // reserves more than the whole budget (an allocation past it fails at once, rather
-        // than the cgroup killing the run when it is touched).
-        rlimit(Resource::As, if shares.per_process > 0 { shares.per_process } else { spec.max_memory_mb * mb });
+        // Without a cgroup, each process's slice (see `budget`): its stack and its data
+        // (private writable memory; shared anonymous memory is refused by the filter, which
+        // this limit does not count). Address space a runtime only reserves (V8, the JVM) is
+        // not memory and stays free, up to the whole budget: no process reserves more, with
+        // a cgroup too (an allocation past it fails at once, rather than the cgroup killing
+        // the run when it is touched).
+        if shares.per_process > 0 {
+            let stack = (shares.per_process / 4).min(8 * mb);
+            rlimit(Resource::Stack, stack);
+            rlimit(Resource::Data, shares.per_process - stack);
+        }
+        rlimit(Resource::As, spec.max_memory_mb * mb);
         rlimit(Resource::Fsize, spec.max_memory_mb * mb);
         rlimit(Resource::Nofile, shares.files);
         rlimit(Resource::Core, 0);
