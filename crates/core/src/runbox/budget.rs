@@ -19,8 +19,13 @@ use serde::{Deserialize, Serialize};
 
 const MIB: u64 = 1024 * 1024;
 /// The most processes a run without a memory cgroup may run at once (its memory is split
-/// between them).
-pub const FALLBACK_PROCESSES: u64 = 16;
+/// between them). `RLIMIT_NPROC` counts threads too: a runtime's worker threads take slots
+/// (`npm test` is some twenty tasks), and a thread costs no slice of its own (its stack is
+/// in its process's data).
+pub const FALLBACK_PROCESSES: u64 = 32;
+/// Each process's stack (`RLIMIT_STACK`, and glibc's default for a thread's), within its
+/// slice.
+pub const STACK: u64 = 2 * MIB;
 /// The smallest slice the fallback gives a process while it can (a Python starts in 12 MiB
 /// of address space).
 const MIN_SLICE: u64 = 16 * MIB;
@@ -109,7 +114,7 @@ mod tests {
     #[test]
     fn the_fallback_keeps_the_whole_tree_within_the_budget() {
         let s = split(4096, 512, false);
-        assert_eq!((s.per_process / MIB, s.processes, s.tmpfs_mb), (144, 16, 1024));
+        assert_eq!((s.per_process / MIB, s.processes, s.tmpfs_mb), (72, 32, 1024));
         assert!(s.bound_bytes() <= 4096 * MIB, "{s:?}: {}", s.bound_bytes() / MIB);
         for mb in [256, 300, 512, 777, 1024, 2048, 4096, 16384] {
             let s = split(mb, 512, false);

@@ -87,7 +87,7 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, shares: &super::budget::Shares, cg
         // a cgroup too (an allocation past it fails at once, rather than the cgroup killing
         // the run when it is touched).
         if shares.per_process > 0 {
-            let stack = (shares.per_process / 4).min(8 * mb);
+            let stack = (shares.per_process / 4).min(super::budget::STACK);
             rlimit(Resource::Stack, stack);
             rlimit(Resource::Data, shares.per_process - stack);
         }
