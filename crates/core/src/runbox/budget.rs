@@ -4,9 +4,9 @@
 //! per-process limit and no v1 cgroup counts.
 //!
 //! With a memory cgroup ([`super::cgroup`]) the cgroup holds the processes and the tmpfs
-//! together (tmpfs pages are charged to it); descriptors keep their own share (⅛ sockets,
-//! 1/16 pipes) outside it. Without one, every share is a per-process limit derived from the
-//! total, so that the whole tree stays within it: the tmpfs gets ¼, descriptors 3/16, and the
+//! together (tmpfs pages are charged to it); descriptors (sockets, pipes) keep their own
+//! share, ⅛, outside it. Without one, every share is a per-process limit derived from the
+//! total, so that the whole tree stays within it: the tmpfs gets ⅛, descriptors ⅛, and the
 //! rest is split into slices for at most [`FALLBACK_PROCESSES`] processes (`RLIMIT_NPROC`),
 //! each its stack and data (`RLIMIT_STACK`, `RLIMIT_DATA`: private writable memory; shared
 //! anonymous memory, memfd and System V segments are refused without a cgroup). Address
@@ -54,12 +54,12 @@ pub struct Shares {
 /// Splits `memory_mb` and `processes` for a run with (`cgroup`) or without a memory cgroup.
 pub fn split(memory_mb: u64, processes: u64, cgroup: bool) -> Shares {
     let total = memory_mb.saturating_mul(MIB);
-    let descriptors = total / 8 + total / 16;
+    let descriptors = total / 8;
     if cgroup {
         let files = files_for(descriptors, FALLBACK_PROCESSES.min(processes.max(1)));
         return Shares { processes, per_process: 0, cgroup_bytes: total - descriptors, tmpfs_mb: memory_mb, files };
     }
-    let tmpfs = total / 4;
+    let tmpfs = total / 8;
     let rest = total - tmpfs - descriptors;
     // As many slices as fit, and as many processes as the descriptors' share holds at the
     // lowest `RLIMIT_NOFILE`; never fewer than a shell pipeline needs.
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn the_fallback_keeps_the_whole_tree_within_the_budget() {
         let s = split(4096, 512, false);
-        assert_eq!((s.per_process / MIB, s.processes, s.tmpfs_mb), (72, 32, 1024));
+        assert_eq!((s.per_process / MIB, s.processes, s.tmpfs_mb), (96, 32, 512));
         assert!(s.bound_bytes() <= 4096 * MIB, "{s:?}: {}", s.bound_bytes() / MIB);
         for mb in [256, 300, 512, 777, 1024, 2048, 4096, 16384] {
             let s = split(mb, 512, false);
@@ -124,6 +124,6 @@ mod tests {
         assert_eq!(split(4096, 4, false).processes, 4);
         let c = split(4096, 512, true);
         assert_eq!((c.processes, c.per_process, c.tmpfs_mb), (512, 0, 4096));
-        assert_eq!(c.cgroup_bytes, 4096 * MIB - 4096 * MIB * 3 / 16);
+        assert_eq!(c.cgroup_bytes, 4096 * MIB - 4096 * MIB / 8);
     }
 }
