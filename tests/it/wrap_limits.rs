@@ -89,3 +89,29 @@ fn idle_proxy_connections_are_capped_and_closed() {
     assert_eq!(open, 0, "connections that never sent a whole request stayed open:\n{all}");
     assert!(most <= 64 * 2 + 32, "cairn wrap ran {most} threads for 300 idle connections");
 }
+
+/// The same as an ordinary user (uid 65534 when the tests run as root), whose processes
+/// count against that user's own limits on the host.
+#[test]
+fn a_wrapped_agent_runs_at_most_max_processes_as_an_ordinary_user() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (root, home) = (dir.path().join("proj"), dir.path().join("home"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join("hog.py"), HOG).unwrap();
+    std::fs::write(home.join("config.toml"), "[wrap]\nmax_processes = 200\n").unwrap();
+    if crate::runs::is_root() {
+        assert!(std::process::Command::new("chown").arg("-R").arg("65534:65534").arg(&root).arg(&home).status().unwrap().success());
+    }
+    let cairn = |args: &[&str]| {
+        let exe = exe();
+        let mut all = vec![exe.as_os_str(), "--project-root".as_ref(), root.as_os_str(), "--cairn-home".as_ref(), home.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        let out = crate::runs::as_ordinary_user(&all).env("HOME", &home).env_remove("CAIRN_HOME").stdin(Stdio::null()).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    cairn(&["init"]);
+    let n = got(&cairn(&["wrap", "--network", "none", "--", "python3", "hog.py", "procs", "1500"]), "procs");
+    assert!((20..200).contains(&n), "1,500 processes asked, {n} started under max_processes = 200");
+}
