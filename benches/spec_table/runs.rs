@@ -85,6 +85,17 @@ fn run_workspace(c: &Ctx, pool: &Pool, rows: &mut Vec<Row>, ids: &mut Vec<String
     // Each run's tear-down (namespaces, cgroup, directory) overlapped the next one's start.
     cairn::runbox::settle();
     done(rows, Row::new("run_workspace", "confined run workspace of a 10-file proposal ready, `true` run in it, its result back (back to back: each tear-down goes on beside the next run)", v, "< 20 ms at 10k, < 50 ms at 100k"));
+    // The same without the memory cgroup (per-process limits): the cgroup's set-up costs the
+    // difference (a v1 cgroup as root on a hybrid host, v2 where delegated).
+    let mut per_process = c.p.clone();
+    per_process.env.0.push(("CAIRN_TEST_NO_CGROUP".into(), "1".into()));
+    let v = sample(c.runs * 3, || {
+        let (t, out) = time(|| cairn::runbox::run(&per_process, &changes, &req).expect("confined run"));
+        assert!(out.exit.success() && out.budget.starts_with("per-process"), "{:?} {}", String::from_utf8_lossy(&out.output), out.budget);
+        t
+    });
+    cairn::runbox::settle();
+    done(rows, Row::new("run_workspace_no_cgroup", "the same run workspace with the memory cgroup switched off (the budget per process): the cgroup's cost is the difference", v, ""));
 }
 
 /// Every module a script may import, in one script, timed inside the child.

@@ -6,8 +6,9 @@ use cairn::config;
 #[test]
 fn layering_home_then_project_then_env() {
     let f = Fixture::new();
-    f.home_config("[orchestrator]\nmax_concurrent_agents = 2\npoll_interval_ms = 100\n[tmux]\nsplit = \"vertical\"\n");
-    f.write(".cairn.toml", "[orchestrator]\nmax_concurrent_agents = 4\n[llm]\nmodel = \"m-fast\"\n");
+    f.home_config("[orchestrator]\nmax_concurrent_agents = 4\npoll_interval_ms = 100\n[tmux]\nsplit = \"vertical\"\n");
+    // A budget lowered: an untrusted project file may (raising one needs trust).
+    f.write(".cairn.toml", "[orchestrator]\nmax_concurrent_agents = 2\n[llm]\nmodel = \"m-fast\"\n");
     let env = |k: &str| match k {
         "CAIRN_ORCHESTRATOR_POLL_INTERVAL_MS" => Some("50".to_string()),
         "CAIRN_UI_GHOST_TEXT" => Some("false".to_string()),
@@ -15,7 +16,7 @@ fn layering_home_then_project_then_env() {
     };
     let loaded = config::load(&f.home, Some(&f.root), &env).unwrap();
     let c = loaded.config;
-    assert_eq!(c.orchestrator.max_concurrent_agents, 4, "project file wins over home");
+    assert_eq!(c.orchestrator.max_concurrent_agents, 2, "project file wins over home");
     assert_eq!(c.orchestrator.poll_interval_ms, 50, "env wins over files");
     assert_eq!(c.tmux.split, "vertical");
     assert!(!c.ui.ghost_text);

@@ -230,6 +230,8 @@ H.test(':checkhealth cairn', function()
   H.ok(text:find('is writable'), text)
   H.ok(text:find('seccomp allow%-list installed'), text)
   H.ok(text:find('forbidden syscalls denied'), text)
+  -- Which memory bound holds for runs: a cgroup, or limits per process.
+  H.ok(text:find('memory: cgroup v') or text:find('memory: per%-process only'), text)
   H.ok(not text:find('ERROR'), text)
   vim.cmd('bwipeout')
 end)

@@ -157,6 +157,9 @@ pub struct Wrap {
     pub allow_hosts: Vec<String>,
     pub host_ports: Vec<u16>,
     pub turn_quiet_ms: u64,
+    pub max_processes: u64,
+    pub max_tmp_mb: u64,
+    pub max_connections: u64,
 }
 
 /// `[ui]`.

@@ -4,7 +4,9 @@
 //! take effect from it only once the user has trusted that exact content with
 //! `cairn config trust`, as Neovim's `:trust` does for `.nvim.lua` and direnv's `allow` for
 //! `.envrc`. An edited file is untrusted again. Without trust, such a key may still narrow
-//! (hide more, cut the network), never widen; the rest is ignored with one warning.
+//! (hide more, cut the network), never widen; the rest is ignored with one warning. Budgets
+//! and timeouts ([`BUDGET_KEYS`]: what a run, an agent or a session may take of the machine)
+//! are such keys too: an untrusted file may lower them, never raise them.
 //! The user's own `$CAIRN_HOME/config.toml` and the environment are always trusted.
 
 use crate::error::{Error, Result};
@@ -41,12 +43,38 @@ pub const HOST_KEYS: &[(&str, &str)] = &[
     ("gc", "max_total_size_mb"),
 ];
 
+/// Budgets and timeouts: how much of the machine (memory, processes, time, disk, tokens) an
+/// agent, a run or a session takes. An untrusted project file may lower them only.
+pub const BUDGET_KEYS: &[(&str, &str)] = &[
+    ("orchestrator", "max_concurrent_agents"),
+    ("sandbox", "timeout_seconds"),
+    ("sandbox", "max_memory_mb"),
+    ("sandbox", "max_recursion"),
+    ("sandbox", "max_log_bytes"),
+    ("sandbox", "max_write_bytes"),
+    ("sandbox", "max_files_written"),
+    ("llm", "max_tokens"),
+    ("llm", "timeout_seconds"),
+    ("llm", "repair_attempts"),
+    ("llm", "rate_limit_retries"),
+    ("llm", "rate_limit_max_wait_seconds"),
+    ("tasks", "check_timeout_seconds"),
+    ("run", "timeout_seconds"),
+    ("run", "max_memory_mb"),
+    ("run", "max_processes"),
+    ("run", "max_output_bytes"),
+    ("wrap", "max_processes"),
+    ("wrap", "max_tmp_mb"),
+    ("wrap", "max_connections"),
+];
+
 /// The host keys `text` (a project file) sets, as `section.key = value` (escaped, cut at 200
 /// characters: what the user vouches for).
 pub fn host_keys_in(text: &str) -> Vec<String> {
     let table: Table = toml::from_str(text).unwrap_or_default();
     HOST_KEYS
         .iter()
+        .chain(BUDGET_KEYS)
         .filter_map(|(s, k)| table.get(*s).and_then(|t| t.get(*k)).map(|v| format!("{s}.{k} = {}", crate::display::escape_line(&v.to_string()).chars().take(200).collect::<String>())))
         .collect()
 }
@@ -88,7 +116,7 @@ pub fn set(cairn_home: &Path, root: &Path, trust: bool) -> Result<PathBuf> {
 /// Returns the names of the keys ignored.
 pub fn restrict(layer: &mut Table, below: &Table) -> Vec<String> {
     let mut ignored = Vec::new();
-    for (section, key) in HOST_KEYS {
+    for (section, key) in HOST_KEYS.iter().chain(BUDGET_KEYS) {
         let Some(Value::Table(body)) = layer.get_mut(*section) else { continue };
         let Some(value) = body.remove(*key) else { continue };
         let under = below.get(*section).and_then(|s| s.get(*key));
@@ -114,6 +142,12 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
         }
         (_, "network", Value::String(to), Some(Value::String(from))) => (rank(to)? <= rank(from)?).then_some(value),
         ("run", "allow_unconfined", Value::Boolean(false), _) => Some(value),
+        // A budget or a timeout lowered (every one of them has a lower bound above 0, so
+        // lower is always less).
+        _ if BUDGET_KEYS.iter().any(|(s, k)| *s == section && *k == key) => match (&value, under) {
+            (Value::Integer(to), Some(Value::Integer(from))) => (to <= from).then_some(value),
+            _ => None,
+        },
         // Kept longer, more of them, a higher cap (0: none) is a narrowing of what gc removes.
         ("gc", k, Value::Integer(to), Some(Value::Integer(from))) => {
             let keeps_more = if k == "max_total_size_mb" { *to == 0 || (*from != 0 && to >= from) } else { to >= from };
@@ -127,7 +161,7 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
 /// The warning for an untrusted `file` whose keys `ignored` were left out.
 pub fn warning(file: &Path, ignored: &[String]) -> String {
     format!(
-        "{} sets {} (run on your machine, widen what agents reach, or collect your undo history sooner): ignored until you trust the file with `cairn config trust` (after reading it)",
+        "{} sets {} (run on your machine, widen what agents reach, raise what they may take of it, or collect your undo history sooner): ignored until you trust the file with `cairn config trust` (after reading it)",
         file.display(),
         ignored.join(", ")
     )

@@ -56,10 +56,15 @@ pub enum Table {
 pub struct Commands {
     /// Leave `mount`, `unshare` and friends to the command (an agent's own sandbox).
     pub mounts: bool,
-    /// Leave `memfd_create` and `shmget` to the command: only where a cgroup counts their
-    /// pages (a memfd written without a mapping, or a segment left behind, escapes every
-    /// per-process limit).
+    /// Leave `memfd_create`, `shmget` and shared anonymous mappings to the command: only
+    /// where a cgroup counts their pages (a memfd written without a mapping, or a segment
+    /// left behind, escapes every per-process limit; a shared mapping escapes the data
+    /// limit).
     pub memfd: bool,
+    /// Keep kernel buffers at their defaults, as a run's budget counts them
+    /// (`runbox::budget`): a socket's size requests (`SO_SNDBUF`, `SO_RCVBUF`) answered 0 and
+    /// ignored, a pipe's resize (`F_SETPIPE_SZ`) refused.
+    pub buffers: bool,
 }
 
 /// `ioctl` requests that type into, or take over, a terminal.
@@ -78,6 +83,9 @@ pub fn install(table: Table) -> Result<(), String> {
         Table::Commands(c) => {
             for p in prelude(c) {
                 seccompiler::apply_filter(&p).map_err(|e| e.to_string())?;
+            }
+            if c.buffers {
+                seccompiler::apply_filter(&buffer_sizes()?).map_err(|e| e.to_string())?;
             }
             seccompiler::apply_filter(&program).map_err(|e| e.to_string())
         }
@@ -220,7 +228,36 @@ fn command_rules(c: Commands) -> Result<Rules, String> {
     }
     rules.insert(libc::SYS_socket, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?, rule(0, Len::Dword, Op::Eq, AF_KEY)?]);
     rules.insert(libc::SYS_socketpair, vec![rule(0, Len::Dword, Op::Eq, AF_VSOCK)?]);
+    if !c.memfd {
+        // A shared anonymous mapping (`MAP_SHARED` or `MAP_SHARED_VALIDATE` with
+        // `MAP_ANONYMOUS`): shmem that no data limit counts.
+        let shared_anonymous = (libc::MAP_SHARED | libc::MAP_ANONYMOUS) as u64;
+        rules.insert(libc::SYS_mmap, vec![rule(3, Len::Dword, Op::MaskedEq(shared_anonymous), shared_anonymous)?]);
+    }
+    if c.buffers {
+        rules.insert(libc::SYS_fcntl, vec![rule(1, Len::Dword, Op::Eq, libc::F_SETPIPE_SZ as u64)?]);
+    }
     Ok(rules)
+}
+
+/// The filter that answers a socket's buffer size requests 0 without doing them (a program
+/// that sets them goes on with the default buffers its budget counts).
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn buffer_sizes() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition, SeccompFilter, SeccompRule};
+    #[cfg(target_arch = "x86_64")]
+    let arch = seccompiler::TargetArch::x86_64;
+    #[cfg(target_arch = "aarch64")]
+    let arch = seccompiler::TargetArch::aarch64;
+    let size = |name: i32| -> Result<SeccompRule, String> {
+        let level = SeccompCondition::new(1, Len::Dword, Op::Eq, libc::SOL_SOCKET as u64).map_err(|e| e.to_string())?;
+        let opt = SeccompCondition::new(2, Len::Dword, Op::Eq, name as u64).map_err(|e| e.to_string())?;
+        SeccompRule::new(vec![level, opt]).map_err(|e| e.to_string())
+    };
+    let mut rules = Rules::new();
+    rules.insert(libc::SYS_setsockopt, vec![size(libc::SO_SNDBUF)?, size(libc::SO_RCVBUF)?]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(0), arch).map_err(|e| e.to_string())?;
+    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 /// x32 numbers answered `ENOSYS` (x86_64 only; see the module docs); and for runs, `clone3`

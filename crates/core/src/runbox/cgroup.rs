@@ -1,14 +1,18 @@
 //! One memory and process budget for a run's whole process tree, where the machine gives us a
-//! cgroup v2: process 1 of the confined side makes `cairn-run-<name>` in its own cgroup (where
-//! that cgroup may enable `memory` and `pids` for children: root's, or a delegated one), sets
-//! `memory.max` (tmpfs pages count: `/tmp`, home and the written layer are charged to the
-//! run) and `pids.max`, and joins it before it forks anything. Without one, the budget is per
-//! process (`RLIMIT_AS`, `RLIMIT_NPROC`, memfd and System V segments refused) plus the one
-//! tmpfs, and `cairn doctor` says so.
+//! cgroup: process 1 of the confined side makes `cairn-run-<name>` in its own cgroup and joins
+//! it before it forks anything. Cgroup v2 where this cgroup may enable `memory` and `pids` for
+//! children (root's, or a delegated one): `memory.max` (tmpfs pages count: `/tmp`, home and
+//! the written layer are charged to the run) and `pids.max`. Else, as root on a v1 or hybrid
+//! host, a v1 `memory` cgroup (`memory.limit_in_bytes`, tmpfs pages charged as well) and a v1
+//! `pids` cgroup. Without either (an ordinary user on such a host, a v2 leaf that is not
+//! delegated), the budget is split into per-process limits ([`super::budget`]) and `cairn
+//! doctor` says so.
 //!
-//! Not cgroup v1 (hybrid hosts, as root): moving a process into a v1 memory cgroup took 12 ms
-//! on the development VM (the kernel synchronizes RCU on every migration), more than the
-//! whole run's budget of 20 ms (`scripts/bench.sh`, `run_workspace`).
+//! The cost: making, joining and removing a v1 memory and pids cgroup (moving a process into
+//! a v1 memory cgroup makes the kernel synchronize RCU) made a `run_command` of `true` take
+//! a median 91 ms instead of 74 ms on the development VM (21 runs each, interleaved, under
+//! load); the bench's rows, a bare run workspace: `run_workspace` 31.9 ms with the v1
+//! cgroup, `run_workspace_no_cgroup` 24.6 ms (medians, 1,000 files, also under load).
 //!
 //! The parent removes the directories when the run has ended ([`remove`]); directories left by
 //! a killed `cairn` are removed by the next run in the same cgroup (an empty one only: the
@@ -21,14 +25,30 @@ use std::path::{Path, PathBuf};
 pub struct Joined {
     pub dirs: Vec<PathBuf>,
     pub how: String,
+    /// The limits the confined side applies (see [`super::budget`]).
+    pub shares: super::budget::Shares,
 }
 
 const PREFIX: &str = "cairn-run-";
 
-/// Makes the run's cgroup(s), sets the limits and moves this process in.
-pub fn join(name: &str, memory_mb: u64, processes: u64) -> Joined {
-    let bytes = memory_mb.saturating_mul(1024 * 1024);
-    v2(name, bytes, processes).unwrap_or_else(|why| Joined { dirs: Vec::new(), how: format!("no cgroup ({why}): memory bounded per process") })
+/// Makes the run's cgroup(s), sets the limits and moves this process in; without one (or
+/// `skip`: a test's switch, `CAIRN_TEST_NO_CGROUP`), the per-process split.
+pub fn join(name: &str, memory_mb: u64, processes: u64, skip: bool) -> Joined {
+    let shares = super::budget::split(memory_mb, processes, true);
+    let joined = match skip {
+        true => Err("switched off for a test".to_string()),
+        false => v2(name, shares.cgroup_bytes, processes).or_else(|v2_why| match super::ids::host_root() {
+            true => v1(name, shares.cgroup_bytes, processes).map_err(|v1_why| format!("{v2_why}; {v1_why}")),
+            false => Err(format!("{v2_why}; no v1 memory cgroup but as root")),
+        }),
+    };
+    match joined {
+        Ok((dirs, kind)) => Joined { dirs, how: shares.describe(kind), shares },
+        Err(why) => {
+            let shares = super::budget::split(memory_mb, processes, false);
+            Joined { dirs: Vec::new(), how: format!("{} (no memory cgroup: {why})", shares.describe("")), shares }
+        }
+    }
 }
 
 /// Removes what [`join`] made (after every process in it has ended).
@@ -82,7 +102,7 @@ fn sweep(parent: &Path) {
     }
 }
 
-fn v2(name: &str, bytes: u64, processes: u64) -> Result<Joined, String> {
+fn v2(name: &str, bytes: u64, processes: u64) -> Result<(Vec<PathBuf>, &'static str), String> {
     let (point, _, _) = mounts().into_iter().find(|(_, t, _)| t == "cgroup2").ok_or("no cgroup v2")?;
     let own = own_path(|c| c.is_empty()).ok_or("no cgroup v2 path")?;
     let parent = point.join(own.trim_start_matches('/'));
@@ -110,5 +130,44 @@ fn v2(name: &str, bytes: u64, processes: u64) -> Result<Joined, String> {
         let _ = std::fs::remove_dir(&dir);
         return Err(e);
     }
-    Ok(Joined { dirs: vec![dir], how: "cgroup v2 (memory.max, pids.max) for the whole run".into() })
+    Ok((vec![dir], "cgroup v2"))
+}
+
+/// As root on a v1 (or hybrid) host: a `memory` and a `pids` cgroup of the run, each under
+/// this process's own cgroup of that hierarchy.
+fn v1(name: &str, bytes: u64, processes: u64) -> Result<(Vec<PathBuf>, &'static str), String> {
+    let all = mounts();
+    let point = |ctrl: &str| all.iter().find(|(_, t, o)| t == "cgroup" && o.split(',').any(|x| x == ctrl)).map(|(p, _, _)| p.clone());
+    let (memory, pids) = (point("memory").ok_or("no v1 memory cgroup")?, point("pids").ok_or("no v1 pids cgroup")?);
+    let mut dirs = Vec::new();
+    let made = (|| -> Result<(), String> {
+        for (point, ctrl, file, value) in [(memory, "memory", "memory.limit_in_bytes", bytes), (pids, "pids", "pids.max", processes)] {
+            let own = own_path(|c| c.split(',').any(|x| x == ctrl)).ok_or_else(|| format!("no v1 {ctrl} path"))?;
+            let parent = point.join(own.trim_start_matches('/'));
+            sweep(&parent);
+            let dir = parent.join(format!("{PREFIX}{name}"));
+            std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            dirs.push(dir.clone());
+            write(&dir.join(file), &value.to_string())?;
+            if ctrl == "memory" {
+                // No swap for the run (where the kernel accounts it).
+                let _ = write(&dir.join("memory.memsw.limit_in_bytes"), &value.to_string());
+            }
+            write(&dir.join("cgroup.procs"), &std::process::id().to_string())?;
+        }
+        Ok(())
+    })();
+    match made {
+        Ok(()) => Ok((dirs, "cgroup v1")),
+        Err(e) => {
+            // Back where it was, so the directories can go.
+            for d in &dirs {
+                if let Some(parent) = d.parent() {
+                    let _ = write(&parent.join("cgroup.procs"), &std::process::id().to_string());
+                }
+            }
+            remove(&dirs);
+            Err(e)
+        }
+    }
 }

@@ -12,7 +12,7 @@ const REAP_EVERY: Duration = Duration::from_millis(200);
 /// Forks the command; returns its pid. Failures of the child's own steps end it with 125
 /// and a line on its stderr (the run's output).
 #[allow(unsafe_code)]
-pub(super) fn start(spec: &Spec, ids: &super::ids::Ids, cgroup: bool) -> Result<libc::pid_t, String> {
+pub(super) fn start(spec: &Spec, ids: &super::ids::Ids, shares: &super::budget::Shares, cgroup: bool) -> Result<libc::pid_t, String> {
     let (sh, argv_s) = match &spec.wrap {
         Some(w) => (cstr(find_program(w.argv.first().map_or("", String::as_str), spec))?, w.argv.iter().map(cstr).collect::<Result<Vec<_>, _>>()?),
         None => (cstr("/bin/sh")?, vec![cstr("sh")?, cstr("-c")?, cstr(&spec.cmd)?]),
@@ -31,7 +31,7 @@ pub(super) fn start(spec: &Spec, ids: &super::ids::Ids, cgroup: bool) -> Result<
     if pid > 0 {
         return Ok(pid);
     }
-    let err = match lock_down(spec, uid, gid, cgroup) {
+    let err = match lock_down(spec, uid, gid, shares, cgroup) {
         // SAFETY: execve with NUL-terminated arrays that live until the call.
         Ok(()) => unsafe {
             libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
@@ -58,7 +58,7 @@ fn rlimit(res: rustix::process::Resource, value: u64) {
 /// own session without a terminal (runs), limits, no capabilities, no new privileges, a new
 /// session keyring, Landlock's scopes, and the seccomp filter last.
 #[allow(unsafe_code)]
-fn lock_down(spec: &Spec, uid: u32, gid: u32, cgroup: bool) -> Result<(), String> {
+fn lock_down(spec: &Spec, uid: u32, gid: u32, shares: &super::budget::Shares, cgroup: bool) -> Result<(), String> {
     use rustix::process::Resource;
     // SAFETY: setresgid/setresuid on this single-threaded child (groups were dropped by
     // process 1 as root; an ordinary user maps only itself).
@@ -80,14 +80,27 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, cgroup: bool) -> Result<(), String
     }
     if spec.wrap.is_none() {
         let mb = 1024 * 1024;
-        if !cgroup {
-            // Without a cgroup, per process: the address space counts shared anonymous
-            // memory too, which the data limit does not.
-            rlimit(Resource::As, spec.max_memory_mb * mb);
+        // Without a cgroup, each process's slice (see `budget`): its stack and its data
+        // (private writable memory; shared anonymous memory is refused by the filter, which
+        // this limit does not count). Address space a runtime only reserves (V8, the JVM) is
+        // not memory and stays free, up to the whole budget: no process reserves more, with
+        // a cgroup too (an allocation past it fails at once, rather than the cgroup killing
+        // the run when it is touched).
+        if shares.per_process > 0 {
+            let stack = (shares.per_process / 4).min(super::budget::STACK);
+            rlimit(Resource::Stack, stack);
+            rlimit(Resource::Data, shares.per_process - stack);
         }
+        rlimit(Resource::As, spec.max_memory_mb * mb);
         rlimit(Resource::Fsize, spec.max_memory_mb * mb);
-        rlimit(Resource::Nproc, spec.max_processes);
+        rlimit(Resource::Nofile, shares.files);
         rlimit(Resource::Core, 0);
+    }
+    // Counted per user in the run's namespaces: the command's tree only (never host root, so
+    // the kernel's exemption of uid 0 does not apply). A pids cgroup counts it too, where
+    // there is one.
+    if shares.processes > 0 {
+        rlimit(Resource::Nproc, shares.processes);
     }
     // The helpers ignore the terminal's signals (they belong to the command): back to the
     // defaults, which exec would otherwise keep.
@@ -111,7 +124,7 @@ fn lock_down(spec: &Spec, uid: u32, gid: u32, cgroup: bool) -> Result<(), String
         check(unsafe { libc::dup2(null.as_raw_fd(), 0) } as _, "stdin")?;
     }
     scopes();
-    let table = crate::confine::filter::Commands { mounts: spec.wrap.is_some(), memfd: cgroup || spec.wrap.is_some() };
+    let table = crate::confine::filter::Commands { mounts: spec.wrap.is_some(), memfd: cgroup || spec.wrap.is_some(), buffers: spec.wrap.is_none() };
     crate::confine::filter::install(crate::confine::filter::Table::Commands(table)).map_err(|e| format!("seccomp filter: {e}"))
 }
 

@@ -67,8 +67,12 @@ fn outer(spec: &Spec) -> Result<i32, String> {
     let ids = super::ids::prepare(&trees)?;
     // Before anything forks: every process of the run is in the run's cgroup.
     let joined = match &spec.wrap {
-        None => super::cgroup::join(&spec.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), spec.max_memory_mb, spec.max_processes),
-        Some(_) => super::cgroup::Joined { dirs: Vec::new(), how: "none (a wrap session is the user's own agent)".into() },
+        None => super::cgroup::join(&spec.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), spec.max_memory_mb, spec.max_processes, spec.no_cgroup),
+        Some(w) => {
+            let shares = super::budget::Shares { processes: spec.max_processes, tmpfs_mb: w.max_tmp_mb, ..Default::default() };
+            let how = format!("no memory budget (a wrap session is the user's own agent); {} processes, a {} MiB tmpfs", spec.max_processes, w.max_tmp_mb);
+            super::cgroup::Joined { dirs: Vec::new(), how, shares }
+        }
     };
     let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if !spec.host_network {
@@ -173,7 +177,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids, joined: &super::cgroup::Joine
     };
     let mut result = open(super::spec::RESULT)?;
     let capture = open(super::spec::CAPTURE)?;
-    let mut ended = match confined(spec, alive, capture, ids, !joined.dirs.is_empty()) {
+    let mut ended = match confined(spec, alive, capture, ids, joined) {
         Ok(ended) => ended,
         Err(e) => Ended { setup_error: Some(e), ..Default::default() },
     };
@@ -188,7 +192,7 @@ fn pid_one(spec: &Spec, alive: OwnedFd, ids: &Ids, joined: &super::cgroup::Joine
 }
 
 #[allow(unsafe_code)]
-fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgroup: bool) -> Result<Ended, String> {
+fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, joined: &super::cgroup::Joined) -> Result<Ended, String> {
     die_with_parent()?;
     dumpable(false)?;
     let mut poll = [libc::pollfd { fd: alive.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
@@ -198,7 +202,7 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgro
         return Err("cairn exited before the run started".into());
     }
     drop(alive);
-    let built = super::view::build(spec, ids)?;
+    let built = super::view::build(spec, ids, &joined.shares)?;
     if let Some(listen) = spec.wrap.as_ref().and_then(|w| w.listen.as_ref()) {
         // SAFETY: descriptor 4 is the control socket `launch` put there; taken once.
         let control = unsafe { OwnedFd::from_raw_fd(super::launch::CONTROL_FD) };
@@ -208,7 +212,7 @@ fn confined(spec: &Spec, alive: OwnedFd, capture: std::fs::File, ids: &Ids, cgro
         let control = unsafe { OwnedFd::from_raw_fd(super::launch::CONTROL_FD) };
         super::dial::start_dialer(&w.dial, control)?;
     }
-    let pid = super::command::start(spec, ids, cgroup)?;
+    let pid = super::command::start(spec, ids, &joined.shares, !joined.dirs.is_empty())?;
     let mut ended = super::command::wait(pid, spec.timeout_ms);
     // SAFETY: pid 1 signalling every other process of its own namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };

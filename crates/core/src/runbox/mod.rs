@@ -2,7 +2,8 @@
 //! `cairn session exec`) runs here, in a *run workspace* — the project as accept would leave
 //! it, copy-on-write, thrown away afterwards — inside an OS boundary made for untrusted code:
 //! own user, mount, pid, ipc, uts and network namespaces, the host read-only, home, `/tmp`
-//! and `$CAIRN_HOME` replaced by empty private directories, a cleared environment, rlimits,
+//! and `$CAIRN_HOME` replaced by empty private directories, a cleared environment, one
+//! budget for the whole tree ([`budget`]: a cgroup where there is one, else derived limits),
 //! no capabilities, no new privileges, and the whole process tree killed at the timeout or
 //! when `cairn` goes away.
 //!
@@ -11,6 +12,7 @@
 //! keeps the output's tail, filtered as all a confined command prints ([`term`]), and reads
 //! back what the command wrote ([`capture`]).
 
+pub mod budget;
 mod capture;
 mod cgroup;
 pub mod chain;
@@ -191,6 +193,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request) -> Result<Spec> {
         timeout_ms: req.timeout.as_millis() as u64,
         max_memory_mb: run.max_memory_mb,
         max_processes: run.max_processes,
+        no_cgroup: project.env.get("CAIRN_TEST_NO_CGROUP").is_some_and(|v| v == "1"),
         capture: req.capture,
         capture_limits: capture_limits(project),
         wrap: None,

@@ -59,9 +59,12 @@ pub(super) fn dev(dev: &Path, tty: bool) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn proc(proc: &Path) -> Result<(), String> {
+/// The run's own `/proc` (`wrap`: a wrap session's, whose per-user limits are larger).
+pub(super) fn proc(proc: &Path, wrap: bool) -> Result<(), String> {
     make_dirs(proc)?;
     mount("proc", proc, "proc", libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(|e| format!("a private /proc: {e}"))?;
+    // Before `/proc/sys` turns read-only: the run's own per-user kernel limits.
+    user_limits(&proc.join("sys/user"), wrap)?;
     for name in PROC_READ_ONLY {
         let p = proc.join(name);
         if p.exists() {
@@ -91,4 +94,35 @@ pub(super) fn ipc_limits(memory_mb: u64) {
     for (name, value) in [("shmmax", bytes), ("shmall", bytes / 4096), ("shmmni", 64)] {
         let _ = std::fs::write(format!("/proc/sys/kernel/{name}"), value.to_string());
     }
+}
+
+/// TCP buffers of the run's own network namespace at most a socket's default (as its budget
+/// counts one, see `budget`; the defaults of other families are the host's, and their size
+/// requests are ignored by the filter).
+pub(super) fn socket_limits() {
+    for (name, value) in [("ipv4/tcp_rmem", "4096 131072 212992"), ("ipv4/tcp_wmem", "4096 16384 212992")] {
+        let _ = std::fs::write(format!("/proc/sys/net/{name}"), value);
+    }
+}
+
+/// The namespace kinds' per-user limits (`/proc/sys/user`).
+const NAMESPACE_LIMITS: [&str; 8] = ["max_user_namespaces", "max_mnt_namespaces", "max_pid_namespaces", "max_net_namespaces", "max_ipc_namespaces", "max_uts_namespaces", "max_cgroup_namespaces", "max_time_namespaces"];
+
+/// The per-user kernel limits of the run's user namespace, lowered before `/proc/sys` is
+/// locked: a run (or a wrap session) counts against its owner's limits on the host (as root:
+/// root's, so systemd and udev would be refused an inotify instance), and takes at most these.
+/// Runs: 16 inotify instances, 16,384 watches, 8 namespaces of each kind; a wrap session
+/// (an agent CLI that watches the project, and may sandbox its own tools): 64, 65,536, 256.
+fn user_limits(dir: &Path, wrap: bool) -> Result<(), String> {
+    let (instances, watches, namespaces) = if wrap { (64, 65_536, 256) } else { (16, 16_384, 8) };
+    let mut limits = vec![("max_inotify_instances", instances), ("max_inotify_watches", watches), ("max_fanotify_groups", instances), ("max_fanotify_marks", watches)];
+    limits.extend(NAMESPACE_LIMITS.iter().map(|n| (*n, namespaces)));
+    for (name, value) in limits {
+        let path = dir.join(name);
+        // A kernel without the limit has no file: nothing to lower.
+        if path.exists() {
+            std::fs::write(&path, value.to_string()).map_err(|e| format!("the run's own limit {name}: {e}"))?;
+        }
+    }
+    Ok(())
 }

@@ -12,11 +12,16 @@
 //! address read as that address (a name that resolves only to those is refused: no DNS
 //! rebinding to the host); the resolved address dialled. `CONNECT` tunnels; an absolute-form request (plain
 //! `http://`) is forwarded in origin form. Refusals answer 403 and are logged with the host.
+//!
+//! Bounded for the host's sake: at most `[wrap] max_connections` at once (proxied and
+//! forwarded together; one more is closed at once, with a 503 for the proxy), and a request
+//! head must arrive whole within [`HEAD_DEADLINE`] (a client that sends it a byte at a time
+//! holds a thread no longer).
 
 use super::net::Handed;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +30,20 @@ use std::time::Duration;
 pub struct Policy {
     pub allow_hosts: Vec<String>,
     pub host_ports: Vec<u16>,
+    /// Connections served at once (0: none).
+    pub max_connections: u64,
+}
+
+/// How long a client has to send its whole request head.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+
+/// One connection being served: counted while it lives.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The running proxy and forwarders; [`Serving::stop`] ends their accept loops.
@@ -57,18 +76,19 @@ pub fn serve(handed: Vec<Handed>, policy: Policy) -> Serving {
     let stop = Arc::new(AtomicBool::new(false));
     let denied = Arc::new(Mutex::new(Vec::new()));
     let policy = Arc::new(policy);
+    let active = Arc::new(AtomicUsize::new(0));
     let listeners = handed.iter().filter_map(|h| h.listener.try_clone().ok()).collect();
     let threads = handed
         .into_iter()
         .map(|h| {
-            let (stop, denied, policy) = (Arc::clone(&stop), Arc::clone(&denied), Arc::clone(&policy));
-            std::thread::spawn(move || accept_loop(h, &stop, &denied, &policy))
+            let (stop, denied, policy, active) = (Arc::clone(&stop), Arc::clone(&denied), Arc::clone(&policy), Arc::clone(&active));
+            std::thread::spawn(move || accept_loop(h, &stop, &denied, &policy, &active))
         })
         .collect();
     Serving { stop, threads, denied, listeners }
 }
 
-fn accept_loop(h: Handed, stop: &AtomicBool, denied: &Arc<Mutex<Vec<String>>>, policy: &Arc<Policy>) {
+fn accept_loop(h: Handed, stop: &AtomicBool, denied: &Arc<Mutex<Vec<String>>>, policy: &Arc<Policy>, active: &Arc<AtomicUsize>) {
     if h.listener.set_nonblocking(true).is_err() {
         return;
     }
@@ -81,10 +101,21 @@ fn accept_loop(h: Handed, stop: &AtomicBool, denied: &Arc<Mutex<Vec<String>>>, p
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let Ok((conn, _)) = h.listener.accept() else { continue };
+        let Ok((mut conn, _)) = h.listener.accept() else { continue };
+        if active.fetch_add(1, Ordering::SeqCst) >= policy.max_connections as usize {
+            active.fetch_sub(1, Ordering::SeqCst);
+            // A few bytes into a fresh socket's buffer: never waits.
+            if h.is_proxy {
+                let _ = conn.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+            tracing::warn!("cairn wrap: proxy refused a connection: [wrap] max_connections ({}) are open", policy.max_connections);
+            continue;
+        }
+        let slot = Slot(Arc::clone(active));
         let _ = conn.set_nonblocking(false);
         let (denied, policy, port, is_proxy) = (Arc::clone(denied), Arc::clone(policy), h.port, h.is_proxy);
         std::thread::spawn(move || {
+            let _slot = slot;
             if is_proxy {
                 proxy_one(conn, &policy, &denied);
             } else if let Ok(host) = TcpStream::connect(("127.0.0.1", port)) {
@@ -145,23 +176,7 @@ pub fn dialable(host: &str, port: u16) -> Vec<SocketAddr> {
 
 /// One client of the proxy: reads its request head, decides, tunnels or refuses.
 fn proxy_one(conn: TcpStream, policy: &Policy, denied: &Mutex<Vec<String>>) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut reader = BufReader::new(match conn.try_clone() {
-        Ok(c) => c,
-        Err(_) => return,
-    });
-    let mut head = Vec::new();
-    loop {
-        let mut line = Vec::new();
-        match reader.by_ref().take(8192).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        head.extend_from_slice(&line);
-        if line == b"\r\n" || line == b"\n" || head.len() > 16 * 1024 {
-            break;
-        }
-    }
+    let Some((head, buffered)) = read_head(&conn, std::time::Instant::now() + HEAD_DEADLINE) else { return };
     let text = String::from_utf8_lossy(&head).into_owned();
     let mut words = text.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
@@ -212,12 +227,33 @@ fn proxy_one(conn: TcpStream, policy: &Policy, denied: &Mutex<Vec<String>>) {
             return;
         }
     }
-    // Bytes the client sent past its head (already buffered) go first.
-    let buffered = reader.buffer().to_vec();
+    // Bytes the client sent past its head (already read) go first.
     if !buffered.is_empty() && upstream.write_all(&buffered).is_err() {
         return;
     }
     splice(conn, upstream);
+}
+
+/// The request head (up to its empty line, at most 16 KiB) and the bytes read past it, or
+/// `None` when the client ends, errs or has not sent it whole by `deadline`.
+fn read_head(mut conn: &TcpStream, deadline: std::time::Instant) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let left = deadline.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero())?;
+        conn.set_read_timeout(Some(left)).ok()?;
+        let n = conn.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        buf.extend_from_slice(&chunk[..n]);
+        let find = |pat: &[u8]| buf.windows(pat.len()).position(|w| w == pat).map(|i| i + pat.len());
+        let end = find(b"\r\n\r\n").or_else(|| find(b"\n\n"));
+        if let Some(end) = end {
+            let rest = buf.split_off(end);
+            return Some((buf, rest));
+        }
+        if buf.len() > 16 * 1024 {
+            return Some((buf, Vec::new()));
+        }
+    }
 }
 
 fn refuse(mut conn: TcpStream, why: &str, host: Option<String>, denied: &Mutex<Vec<String>>) {

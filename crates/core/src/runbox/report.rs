@@ -42,15 +42,13 @@ pub fn probe(project: &Project) -> Result<Vec<String>, String> {
     } else {
         format!("syscall filter: MISSING (Seccomp: {seccomp}): the kernel refused the filter")
     });
-    let per_process = !o.budget.starts_with("cgroup");
+    // Which bound holds: a memory cgroup, or limits per process (see `budget`).
+    lines.push(format!("memory: {}", o.budget));
     lines.push(format!(
-        "budgets: {} MiB of memory{}, one {} MiB tmpfs for /tmp, /var/tmp, /dev/shm, home and the written layer, {} processes (RLIMIT_NPROC); reading back at most {} bytes; {}",
-        run.max_memory_mb,
-        if per_process { " per process (RLIMIT_AS)" } else { " for the whole run" },
+        "budgets: [run] max_memory_mb = {} MiB and max_processes = {} for the whole process tree; reading back at most {} bytes; the run's own per-user kernel limits: 16 inotify instances, 8 namespaces of each kind",
         run.max_memory_mb,
         run.max_processes,
         super::capture_limits(project).total,
-        o.budget
     ));
     lines.push(format!("network: {}", if run.network == "host" { "the host's (network = \"host\": an explicit opt-in)" } else { "none (a private loopback)" }));
     Ok(lines)

@@ -41,6 +41,10 @@ pub struct Spec {
     pub timeout_ms: u64,
     pub max_memory_mb: u64,
     pub max_processes: u64,
+    /// No cgroup even where one could be made: the per-process split (a test's switch,
+    /// `CAIRN_TEST_NO_CGROUP`, to try the fallback as root).
+    #[serde(default)]
+    pub no_cgroup: bool,
     /// Stream the written layer back (`capture` file) after the command ends.
     pub capture: bool,
     /// Bounds of the capture, by apparent and on-disk size, before a byte is read: larger
@@ -70,6 +74,9 @@ pub struct Wrap {
     /// `[preview] ports`, see [`super::dial`]).
     #[serde(default)]
     pub dial: Vec<u16>,
+    /// The view's tmpfs (`/tmp`, `/var/tmp`, `/dev/shm`), in MiB (`[wrap] max_tmp_mb`).
+    #[serde(default)]
+    pub max_tmp_mb: u64,
 }
 
 impl Spec {

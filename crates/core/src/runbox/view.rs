@@ -13,7 +13,8 @@
 //!   no `/sys`, `/run`, `/var`, `/srv`, `/mnt`, `/media`, `/home` or `/root` but the above.
 //!
 //! One tmpfs holds the written layer, `/tmp`, `/var/tmp`, `/dev/shm` and the home: they share
-//! one `max_memory_mb` budget. The root itself is read-only once built. No mount target is
+//! one budget (its share of `max_memory_mb`, see `budget`; a wrap session's `[wrap]
+//! max_tmp_mb`). The root itself is read-only once built. No mount target is
 //! ever made on the host: every directory mounted over is made on that tmpfs.
 
 use super::ids::Ids;
@@ -32,11 +33,11 @@ pub(super) struct Built {
 }
 
 /// Builds the view (see the module docs) and moves into it.
-pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<Built, String> {
+pub(super) fn build(spec: &Spec, ids: &Ids, shares: &super::budget::Shares) -> Result<Built, String> {
     mount("none", Path::new("/"), "", libc::MS_REC | libc::MS_PRIVATE, None)?;
     let boxed = spec.dir.join("box");
     make_dirs(&boxed)?;
-    tmpfs(&boxed, spec.max_memory_mb, "0755", 0)?;
+    tmpfs(&boxed, shares.tmpfs_mb, "0755", 0)?;
     let root = boxed.join("root");
     let (cmd_uid, cmd_gid) = ids.command();
     // The root must be a mount of its own for pivot_root, and read-only at the end.
@@ -76,8 +77,11 @@ pub(super) fn build(spec: &Spec, ids: &Ids) -> Result<Built, String> {
     super::procfs::dev(&root.join("dev"), spec.wrap.is_some())?;
     if spec.wrap.is_none() {
         super::procfs::ipc_limits(spec.max_memory_mb);
+        if !spec.host_network {
+            super::procfs::socket_limits();
+        }
     }
-    super::procfs::proc(&root.join("proc"))?;
+    super::procfs::proc(&root.join("proc"), spec.wrap.is_some())?;
     super::sys::hostname();
     if !spec.host_network {
         super::sys::loopback_up()?;

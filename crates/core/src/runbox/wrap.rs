@@ -95,7 +95,7 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     let stdio = terminal.stdio().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
     let side = super::launch::start(project, &spec, stdio, theirs)?;
     let relay = terminal.relay();
-    let serving = serve(&listen, ours, &req.network, forwarded);
+    let serving = serve(&listen, ours, &req.network, forwarded, project.config.wrap.max_connections);
     // Woken by pid 1's end, else every `every` for a tick.
     while !side.ended(Duration::ZERO) {
         tick(&relay.console);
@@ -131,11 +131,11 @@ enum Served {
 
 /// Serves the session's network over the control socket: the proxy on the listeners pid 1
 /// makes inside (they arrive before the command starts), or the forwarded ports.
-fn serve(listen: &Option<super::net::Listen>, control: Option<std::os::fd::OwnedFd>, network: &Network, forwarded: Option<Vec<(u16, std::net::TcpListener)>>) -> Option<Served> {
+fn serve(listen: &Option<super::net::Listen>, control: Option<std::os::fd::OwnedFd>, network: &Network, forwarded: Option<Vec<(u16, std::net::TcpListener)>>, max_connections: u64) -> Option<Served> {
     match (listen, control, network, forwarded) {
         (Some(l), Some(control), Network::Proxy { allow_hosts, host_ports }, _) => {
             let handed = super::net::receive(&control, 1 + l.host_ports.len());
-            Some(Served::Proxy(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone() })))
+            Some(Served::Proxy(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone(), max_connections })))
         }
         (_, Some(control), Network::Forward { .. }, Some(host)) => Some(Served::Forward(super::dial::forward(host, control))),
         _ => None,
@@ -189,10 +189,11 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
         host_network: matches!(req.network, Network::Host),
         timeout_ms: 0,
         max_memory_mb: 0,
-        max_processes: 0,
+        max_processes: project.config.wrap.max_processes,
+        no_cgroup: false,
         capture: false,
         capture_limits: super::capture_limits(project),
-        wrap: Some(Wrap { argv: req.argv.to_vec(), read_only, pty, home: Some(req.home_plan.clone()), listen, dial }),
+        wrap: Some(Wrap { argv: req.argv.to_vec(), read_only, pty, home: Some(req.home_plan.clone()), listen, dial, max_tmp_mb: project.config.wrap.max_tmp_mb }),
     })
 }
 
