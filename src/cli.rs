@@ -155,6 +155,21 @@ pub enum Cmd {
         #[arg(last = true)]
         cmd: Vec<String>,
     },
+    /// Run an ACP agent (Agent Client Protocol, on stdio) for an editor, confined as `cairn
+    /// wrap` confines a command: what it writes becomes a proposal, in review as soon as each
+    /// prompt's turn returns. The editor starts `cairn acp -- AGENT-CMD` in place of the agent.
+    /// See `:help cairn-acp`.
+    Acp {
+        /// The task's description (default: the command).
+        #[arg(long)]
+        task: Option<String>,
+        /// As `cairn wrap --network`. Default: `[wrap] network`.
+        #[arg(long)]
+        network: Option<String>,
+        /// The agent's command and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
     /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
     Session {
         #[command(subcommand)]
@@ -333,6 +348,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
         Cmd::Wrap { state: Some(WrapSub::State { cmd }), .. } => return crate::wrap::state(&opened(root, home)?, cmd),
         Cmd::Wrap { state: None, task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, network, cmd),
+        Cmd::Acp { task, network, cmd } => return crate::acp::run(&opened(root, home)?, task, network, cmd),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, interpreter, json } => {
             let out = command::execute_check(&file, interpreter)?;

@@ -27,6 +27,8 @@ pub use argv::{command_line, command_text, recorded};
 pub mod env;
 pub(crate) mod gitconfig;
 pub mod state;
+mod turns;
+pub use turns::TurnEnds;
 
 /// How often the written layer is looked at while CMD runs.
 const SYNC_EVERY: Duration = Duration::from_millis(250);
@@ -47,6 +49,8 @@ pub struct Options {
     pub home: Option<PathBuf>,
     /// `cairn wrap`'s standard streams (the user's terminal), from the edge.
     pub streams: Option<std::sync::Arc<runbox::pty::Streams>>,
+    /// The edge says exactly when a turn ends (`cairn acp`), see [`TurnEnds`].
+    pub turns: Option<std::sync::Arc<TurnEnds>>,
 }
 
 /// How a wrap session ended.
@@ -111,7 +115,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let req = request(project, opts)?;
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None };
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, turns: opts.turns.clone() };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -119,6 +123,9 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
             sync_error.get_or_insert(e);
         }
     });
+    if let Some(t) = &opts.turns {
+        t.close();
+    }
     let ran = match exit {
         Ok(ran) => ran,
         Err(e) => {
@@ -190,6 +197,7 @@ struct Live {
     /// The agent's output mark when its last turn went to review (a turn ends once per burst
     /// of output).
     turn_mark: Option<i64>,
+    turns: Option<std::sync::Arc<TurnEnds>>,
 }
 
 impl Live {
@@ -197,6 +205,13 @@ impl Live {
     /// next revision first), its turn's end, feedback to type.
     fn step(&mut self, project: &Project, agent: &str, staged: &Staged, dir: &Path, console: &runbox::pty::Console) -> Result<()> {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
+        if let Some(turns) = &self.turns {
+            turns.serve(|| match project.bin()?.get(agent)?.state {
+                State::Executing if !project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) => Ok(()),
+                State::Executing | State::Submitting => turn_ended(project, agent),
+                _ => Ok(()),
+            });
+        }
         if !console.is_pty() {
             return Ok(());
         }

@@ -1,0 +1,124 @@
+//! The two relay loops between the editor and the confined agent. Editor → agent: every
+//! message, the `initialize` request confined ([`super::message::confine_initialize`]), each
+//! request's id kept so that only answers to the editor's own requests go back. Agent →
+//! editor: the answer to a `session/prompt` (the turn's end, also after `session/cancel`)
+//! waits until the session has put the turn's writes in review ([`TurnEnds`]), then goes on;
+//! requests outside [`super::message::agent_may_send`] are answered with a refusal and never
+//! reach the editor. What the agent sends is hostile: bounded, parsed, re-serialized.
+
+use super::message::{self, Kind};
+use crate::display::escape;
+use crate::wrap::TurnEnds;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// Requests the editor sent the agent and the agent has not answered, by id (the JSON text).
+const MAX_PENDING: usize = 4096;
+
+/// What both loops share.
+pub struct Shared {
+    /// The agent's stdin (`None` once the editor's stream ended: the agent sees its end).
+    pub to_agent: Mutex<Option<std::fs::File>>,
+    pub to_editor: Mutex<Box<dyn Write + Send>>,
+    /// The editor's requests waiting for the agent's answer: id → method.
+    pub pending: Mutex<HashMap<String, String>>,
+    pub turns: Arc<TurnEnds>,
+}
+
+fn send(to: &mut dyn Write, msg: &Value) -> bool {
+    let mut line = msg.to_string().into_bytes();
+    line.push(b'\n');
+    to.write_all(&line).and_then(|()| to.flush()).is_ok()
+}
+
+impl Shared {
+    fn to_agent(&self, msg: &Value) -> bool {
+        match self.to_agent.lock() {
+            Ok(mut a) => a.as_mut().is_some_and(|a| send(a, msg)),
+            Err(_) => false,
+        }
+    }
+
+    fn to_editor(&self, msg: &Value) -> bool {
+        self.to_editor.lock().is_ok_and(|mut e| send(&mut **e, msg))
+    }
+}
+
+/// Editor → agent, to the end of the editor's stream; then the agent's stdin is closed.
+pub fn editor_to_agent(shared: &Shared, from: impl std::io::Read) {
+    let mut from = std::io::BufReader::new(from);
+    while let Some(line) = message::read_line(&mut from) {
+        let Ok(line) = line else {
+            tracing::warn!("acp: a message from the editor past the size bound was dropped");
+            continue;
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(mut msg) = serde_json::from_slice::<Value>(&line) else {
+            tracing::warn!("acp: a line from the editor that is not JSON was dropped");
+            continue;
+        };
+        if let Kind::Request { id, method } = message::kind(&msg) {
+            if let Ok(mut p) = shared.pending.lock() {
+                if p.len() < MAX_PENDING {
+                    p.insert(id.to_string(), method.to_string());
+                }
+            }
+            if method == "initialize" {
+                message::confine_initialize(&mut msg);
+            }
+        }
+        if !shared.to_agent(&msg) {
+            break;
+        }
+    }
+    if let Ok(mut a) = shared.to_agent.lock() {
+        a.take();
+    }
+}
+
+/// Agent → editor, to the end of the agent's output.
+pub fn agent_to_editor(shared: &Shared, from: impl std::io::Read) {
+    let mut from = std::io::BufReader::new(from);
+    while let Some(line) = message::read_line(&mut from) {
+        let Ok(line) = line else {
+            tracing::warn!("acp: a message from the agent past the size bound was dropped");
+            continue;
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(&line) else {
+            tracing::warn!("acp: a line from the agent that is not JSON was dropped: {}", escape(&String::from_utf8_lossy(&line[..line.len().min(200)])));
+            continue;
+        };
+        let forward = match message::kind(&msg) {
+            Kind::Response { id } => match shared.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string())) {
+                Some(method) => {
+                    if method == "session/prompt" {
+                        // The turn is over: its writes are in review before the editor hears so.
+                        if let Err(e) = shared.turns.end_turn() {
+                            tracing::warn!("acp: the turn's end: {}", escape(&e));
+                        }
+                    }
+                    true
+                }
+                None => false,
+            },
+            Kind::Request { id, method } if !message::agent_may_send(method) => {
+                tracing::info!("acp: refused the agent's {}", escape(method));
+                shared.to_agent(&message::refusal(id, method));
+                false
+            }
+            Kind::Request { .. } => true,
+            Kind::Notification { method } => message::agent_may_send(method),
+            Kind::Invalid => false,
+        };
+        if forward && !shared.to_editor(&msg) {
+            break;
+        }
+    }
+}
