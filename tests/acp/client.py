@@ -20,6 +20,7 @@ from acp import schema
 CONFIG = json.load(open(sys.argv[1]))
 CALLS = []
 UPDATES = []
+TEXT = []
 
 
 class Editor:
@@ -30,6 +31,8 @@ class Editor:
 
     async def session_update(self, session_id, update, **kwargs):
         UPDATES.append(update.session_update)
+        if update.session_update == "agent_message_chunk" and getattr(update.content, "text", None):
+            TEXT.append(update.content.text)
 
     async def write_text_file(self, session_id, path, content, **kwargs):
         CALLS.append({"method": "fs/write_text_file", "path": path})
@@ -61,7 +64,7 @@ async def main():
             done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
             check = subprocess.run(CONFIG["check"], capture_output=True, text=True)
             turns.append({"stop_reason": done.stop_reason, "updates": UPDATES[seen:], "check": check.stdout, "check_err": check.stderr})
-    print(json.dumps({"turns": turns, "calls": CALLS}))
+    print(json.dumps({"turns": turns, "calls": CALLS, "text": "".join(TEXT)}))
 
 
 asyncio.run(main())
