@@ -8,8 +8,23 @@ use cairn_core::project::Project;
 use std::io::Write;
 use std::os::fd::AsFd;
 
+/// `cairn acp`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task's description (default: the command).
+    #[arg(long)]
+    task: Option<String>,
+    /// As `cairn wrap --network`. Default: `[wrap] network`.
+    #[arg(long)]
+    network: Option<String>,
+    /// The agent's command and its arguments (the editor starts `cairn acp -- AGENT-CMD`).
+    #[arg(last = true, required = true)]
+    cmd: Vec<String>,
+}
+
 /// Runs an ACP session; returns AGENT-CMD's exit code.
-pub fn run(project: &Project, task: Option<String>, network: Option<String>, cmd: Vec<String>) -> Result<i32> {
+pub fn run(project: &Project, args: Args) -> Result<i32> {
+    let Args { task, network, cmd } = args;
     let cwd = std::env::current_dir().ok().and_then(|d| d.strip_prefix(&project.root).ok().map(|r| r.to_string_lossy().into_owned())).unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|e| Error::io("standard streams", e));

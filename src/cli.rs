@@ -9,7 +9,6 @@ use cairn_core::project::Project;
 use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
@@ -155,21 +154,9 @@ pub enum Cmd {
         #[arg(last = true)]
         cmd: Vec<String>,
     },
-    /// Run an ACP agent (Agent Client Protocol, on stdio) for an editor, confined as `cairn
-    /// wrap` confines a command: what it writes becomes a proposal, in review as soon as each
-    /// prompt's turn returns. The editor starts `cairn acp -- AGENT-CMD` in place of the agent.
-    /// See `:help cairn-acp`.
-    Acp {
-        /// The task's description (default: the command).
-        #[arg(long)]
-        task: Option<String>,
-        /// As `cairn wrap --network`. Default: `[wrap] network`.
-        #[arg(long)]
-        network: Option<String>,
-        /// The agent's command and its arguments.
-        #[arg(last = true, required = true)]
-        cmd: Vec<String>,
-    },
+    /// Run an ACP agent (Agent Client Protocol, on stdio) for an editor, confined as by `cairn
+    /// wrap`; its writes become a proposal, reviewing when each prompt returns (:help cairn-acp).
+    Acp(crate::acp::Args),
     /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
     Session {
         #[command(subcommand)]
@@ -324,15 +311,7 @@ pub fn main() -> i32 {
     code
 }
 
-/// Prints an error the one way the CLI does: message, then a hint.
-pub fn render_error(e: &Error) {
-    let mut err = std::io::stderr().lock();
-    // Errors name paths and carry messages an agent controls.
-    let _ = writeln!(err, "cairn: error: {}", cairn_core::display::escape(&e.to_string()));
-    if let Some(h) = e.hint() {
-        let _ = writeln!(err, "hint: {h}");
-    }
-}
+pub use crate::render::render_error;
 
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
@@ -348,7 +327,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
         Cmd::Wrap { state: Some(WrapSub::State { cmd }), .. } => return crate::wrap::state(&opened(root, home)?, cmd),
         Cmd::Wrap { state: None, task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, network, cmd),
-        Cmd::Acp { task, network, cmd } => return crate::acp::run(&opened(root, home)?, task, network, cmd),
+        Cmd::Acp(args) => return crate::acp::run(&opened(root, home)?, args),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, interpreter, json } => {
             let out = command::execute_check(&file, interpreter)?;
