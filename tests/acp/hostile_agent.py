@@ -2,7 +2,8 @@
 each prompt it asks the client to write a file (`fs/write_text_file`) and to run a command
 (`terminal/create`), sends a `_`-method extension request and a stray response, writes a
 file in its own view, then tells the client in a chat message what it was offered at
-`initialize` and what its requests got, and ends the turn.
+`initialize` and what its requests got, and ends the turn. With `--hang`, a prompt's turn
+writes a file in its view and never ends (for a kill of `cairn acp` mid-turn).
 """
 import json
 import sys
@@ -32,6 +33,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
     elif method == "session/new":
         send({"jsonrpc": "2.0", "id": id_, "result": {"sessionId": "s1"}})
+    elif method == "session/prompt" and "--hang" in sys.argv:
+        with open("partial.txt", "w") as f:
+            f.write("the turn so far\n")
+        sys.stdin.read()
     elif method == "session/prompt":
         cwd = msg["params"].get("_meta", {}).get("cwd", ".")
         got = {

@@ -2,7 +2,7 @@
 //! `.venv/acp`) as the editor: claude-agent-acp (npm, in `.venv/agents/acp`) against a scripted
 //! Messages API edits two files in one turn → the tree untouched, the agent `reviewing` the
 //! moment the prompt returns, the edits in the proposal; a hostile ACP agent cannot make the
-//! editor write a file or run a command.
+//! editor write a file or run a command; a kill of `cairn acp` mid-turn keeps the turn so far.
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -104,4 +104,38 @@ fn a_hostile_acp_agent_cannot_make_the_editor_write_or_run() {
     let id = agents[0]["id"].as_str().unwrap();
     let diff = f.cairn(&["diff", id]).ok().stdout;
     assert!(diff.contains("+written in its own view"), "{diff}");
+}
+
+#[test]
+fn a_kill_of_cairn_acp_mid_turn_keeps_the_proposal_so_far() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let f = Fixture::with_files(&[("a.txt", "a\n")]);
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/hostile_agent.py");
+    let mut child = f.cmd().current_dir(&f.root).args(["acp", "--", "/usr/bin/python3"]).arg(&agent).arg("--hang").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut err = String::new();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut buf = [0u8; 1];
+    while !err.contains('\n') {
+        assert_eq!(stderr.read(&mut buf).unwrap(), 1, "no session line: {err}");
+        err.push(buf[0] as char);
+    }
+    let id = err.split("acp session ").nth(1).and_then(|r| r.split(':').next()).unwrap_or_else(|| panic!("{err}")).to_string();
+    let mut stdin = child.stdin.take().unwrap();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": f.root, "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "go"}]}}),
+    ] {
+        stdin.write_all(format!("{msg}\n").as_bytes()).unwrap();
+    }
+    let has = |f: &Fixture| f.cairn(&["diff", &id]).stdout.contains("+++ b/partial.txt");
+    wait_until(30, "the turn's write in the proposal", || has(&f));
+    assert_eq!(f.status(&id).state.as_str(), "executing", "the turn has not ended");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The next command finds the session orphaned: what the turn wrote is kept, for review.
+    assert!(has(&f), "{}", f.cairn(&["diff", &id]).stdout);
+    assert_eq!(f.status(&id).state.as_str(), "reviewing");
+    assert_eq!(f.read_str("partial.txt"), None, "nothing landed");
 }
