@@ -5,7 +5,9 @@ sends each prompt, and right after each prompt returns runs a check command (`ca
 --json`), so the test sees the state at the moment the editor hears the turn is over.
 
 Usage: client.py <config.json>; config: {"agent": [argv], "cwd": DIR, "prompts": [TEXT],
-"check": [argv]}. Prints one JSON object: each turn's stop reason, session updates seen and
+"check": [argv], "after_first": [[argv]], "wait_text": TEXT}: after the first prompt, the
+`after_first` commands run ("{id}" is the agent's id from the check), then the client waits
+for an agent message holding `wait_text` (a turn it did not prompt: the reviewer's feedback). Prints one JSON object: each turn's stop reason, session updates seen and
 check output; the fs/terminal calls the agent made of this client (never any, under cairn).
 """
 import asyncio
@@ -21,6 +23,7 @@ CONFIG = json.load(open(sys.argv[1]))
 CALLS = []
 UPDATES = []
 TEXT = []
+WAITED = asyncio.Event()
 
 
 class Editor:
@@ -33,6 +36,8 @@ class Editor:
         UPDATES.append(update.session_update)
         if update.session_update == "agent_message_chunk" and getattr(update.content, "text", None):
             TEXT.append(update.content.text)
+            if CONFIG.get("wait_text") and CONFIG["wait_text"] in "".join(TEXT):
+                WAITED.set()
 
     async def write_text_file(self, session_id, path, content, **kwargs):
         CALLS.append({"method": "fs/write_text_file", "path": path})
@@ -64,6 +69,13 @@ async def main():
             done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
             check = subprocess.run(CONFIG["check"], capture_output=True, text=True)
             turns.append({"stop_reason": done.stop_reason, "updates": UPDATES[seen:], "check": check.stdout, "check_err": check.stderr})
+            if len(turns) == 1 and CONFIG.get("after_first"):
+                agent = json.loads(check.stdout)[0]["id"]
+                ran = [subprocess.run([a.replace("{id}", agent) for a in argv], capture_output=True, text=True) for argv in CONFIG["after_first"]]
+                turns[-1]["after"] = [{"code": r.returncode, "stdout": r.stdout, "stderr": r.stderr} for r in ran]
+                seen = len(UPDATES)
+                await asyncio.wait_for(WAITED.wait(), 120)
+                turns[-1]["after_updates"] = UPDATES[seen:]
     print(json.dumps({"turns": turns, "calls": CALLS, "text": "".join(TEXT)}))
 
 

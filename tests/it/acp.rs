@@ -17,6 +17,11 @@ fn venv(rel: &str) -> PathBuf {
 /// Runs the SDK client (`tests/acp/client.py`) against `cairn acp -- agent...`; each prompt's
 /// check is `cairn list-agents --json`, run as soon as the prompt returns.
 fn client(f: &Fixture, agent: &[String], prompts: &[&str], env: &[(&str, String)], home: &Path) -> Value {
+    client_with(f, agent, prompts, env, home, json!({}))
+}
+
+/// [`client`] with more of the client's configuration (`after_first`, `wait_text`).
+fn client_with(f: &Fixture, agent: &[String], prompts: &[&str], env: &[(&str, String)], home: &Path, more: Value) -> Value {
     let cairn = |args: &[&str]| -> Vec<String> {
         let mut v = vec![exe().display().to_string(), "--project-root".into(), f.root.display().to_string(), "--cairn-home".into(), f.home.display().to_string()];
         v.extend(args.iter().map(|s| s.to_string()));
@@ -25,7 +30,17 @@ fn client(f: &Fixture, agent: &[String], prompts: &[&str], env: &[(&str, String)
     let mut argv = cairn(&["acp", "--"]);
     argv.extend(agent.iter().cloned());
     let dir = tempfile::tempdir().unwrap();
-    let config = json!({"agent": argv, "cwd": f.root, "prompts": prompts, "check": cairn(&["list-agents", "--json"])});
+    let mut config = json!({"agent": argv, "cwd": f.root, "prompts": prompts, "check": cairn(&["list-agents", "--json"])});
+    for (k, v) in more.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    let cairn_cmd = |args: &[&str]| json!(cairn(args));
+    if let Some(after) = config.get_mut("after_first").and_then(Value::as_array_mut) {
+        for a in after.iter_mut() {
+            let args: Vec<String> = serde_json::from_value(a.clone()).unwrap();
+            *a = cairn_cmd(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+    }
     std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
     let mut cmd = std::process::Command::new(venv("acp/bin/python"));
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/client.py")).arg(dir.path().join("config.json")).env("HOME", home).env_remove("CAIRN_HOME");
@@ -138,4 +153,56 @@ fn a_kill_of_cairn_acp_mid_turn_keeps_the_proposal_so_far() {
     assert!(has(&f), "{}", f.cairn(&["diff", &id]).stdout);
     assert_eq!(f.status(&id).state.as_str(), "reviewing");
     assert_eq!(f.read_str("partial.txt"), None, "nothing landed");
+}
+
+/// Acceptance 1's second half: a hunk rejected with a reason and `cairn revise` → the agent's
+/// next prompt holds the reason exactly once, the editor's chat gets that turn's updates, and
+/// its writes are the next revision.
+#[test]
+fn revise_sends_the_reason_to_claude_agent_acp_once_as_its_next_prompt() {
+    let f = Fixture::with_files(&[("src/app.py", "def add(a, b):\n    return a - b\n"), ("README.md", "hi\n")]);
+    let home = tempfile::tempdir().unwrap();
+    let root = f.root.display().to_string();
+    let reason = "keep-the-subtraction-R7";
+    let script = json!({"turns": [
+        [
+            {"tool": "Read", "input": {"file_path": format!("{root}/src/app.py")}},
+            {"tool": "Edit", "input": {"file_path": format!("{root}/src/app.py"), "old_string": "return a - b", "new_string": "return a + b"}},
+            {"tool": "Write", "input": {"file_path": format!("{root}/NOTES.md"), "content": "fixed add\n"}},
+            {"text": "All done."}
+        ],
+        [
+            {"tool": "Write", "input": {"file_path": format!("{root}/NOTES.md"), "content": "kept add as it was\n"}},
+            {"text": "Revised as asked."}
+        ]
+    ]});
+    let model = crate::agents_mcp::stub_for("anthropic_stub.py", &script, "none");
+    f.home_config(&format!("[wrap]\nhost_ports = [{}]\n", model.port));
+    let env = [
+        ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{}", model.port)),
+        ("ANTHROPIC_API_KEY", "sk-scripted".to_string()),
+        ("DISABLE_TELEMETRY", "1".to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+    ];
+    let agent = [venv("agents/acp/node_modules/.bin/claude-agent-acp").display().to_string()];
+    let more = json!({
+        "after_first": [["reject-hunk", "{id}", "src/app.py", "1", "--reason", reason], ["revise", "{id}"]],
+        "wait_text": "Revised as asked."
+    });
+    let got = client_with(&f, &agent, &["fix add"], &env, home.path(), more);
+    let turn = &got["turns"][0];
+    for a in turn["after"].as_array().unwrap() {
+        assert_eq!(a["code"], 0, "{got}");
+    }
+    assert!(got["text"].as_str().unwrap().contains("Revised as asked."), "the editor's chat got the revise turn: {got}");
+    assert!(turn["after_updates"].as_array().unwrap().iter().any(|u| u == "tool_call"), "{got}");
+    // The model's conversation holds the reason once: in the prompt Cairn sent.
+    let log = std::fs::read_to_string(&model.log).unwrap();
+    let last = log.lines().filter(|l| l.contains("Revised") || l.contains(reason)).last().unwrap_or_else(|| panic!("no request held the reason: {log}"));
+    assert_eq!(last.matches(reason).count(), 1, "{last}");
+    // Its writes are the next revision of the proposal.
+    let agents: Value = serde_json::from_str(turn["check"].as_str().unwrap()).unwrap();
+    let id = agents[0]["id"].as_str().unwrap();
+    wait_until(30, "the revise turn's write in the proposal", || f.cairn(&["diff", id]).stdout.contains("+kept add as it was"));
+    assert!(f.status(id).revision >= 2, "{:?}", f.status(id));
 }

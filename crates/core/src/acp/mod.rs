@@ -4,8 +4,10 @@
 //! both ways ([`relay`]): what the agent writes in its view becomes the session's proposal,
 //! and when `session/prompt` returns, the turn is in review at once ([`crate::wrap::TurnEnds`]).
 //! The agent is offered no client file system and no terminal, and its requests for them are
-//! refused: the editor never writes a file for it ([`message`]).
+//! refused: the editor never writes a file for it ([`message`]). A reviewer's feedback reaches
+//! the agent as its next prompt, once ([`feedback`]).
 
+mod feedback;
 mod message;
 mod relay;
 
@@ -58,6 +60,9 @@ pub fn run(project: &Project, id: &str, opts: Options) -> Result<wrap::Finished>
         to_editor: Mutex::new(Box::new(std::fs::File::from(opts.editor_out))),
         pending: Mutex::new(Default::default()),
         turns,
+        project: project.clone(),
+        agent: id.to_string(),
+        session: Mutex::new(None),
     });
     let s = Arc::clone(&shared);
     let editor_in = std::fs::File::from(opts.editor_in);
@@ -66,9 +71,14 @@ pub fn run(project: &Project, id: &str, opts: Options) -> Result<wrap::Finished>
     let s = Arc::clone(&shared);
     let from_agent = std::fs::File::from(from_agent);
     let out = std::thread::spawn(move || relay::agent_to_editor(&s, from_agent));
+    let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (s, o) = (Arc::clone(&shared), Arc::clone(&over));
+    let delivering = std::thread::spawn(move || feedback::deliver(&s, &o));
     let done = wrap::run(project, id, &w);
+    over.store(true, std::sync::atomic::Ordering::SeqCst);
     // Our copies of the agent's ends go: its output's relay sees the end.
     drop(w);
     let _ = out.join();
+    let _ = delivering.join();
     done
 }

@@ -25,6 +25,10 @@ pub struct Shared {
     /// The editor's requests waiting for the agent's answer: id → method.
     pub pending: Mutex<HashMap<String, String>>,
     pub turns: Arc<TurnEnds>,
+    pub project: crate::project::Project,
+    pub agent: String,
+    /// The ACP session the agent works in (from `session/new`'s answer or a prompt).
+    pub session: Mutex<Option<String>>,
 }
 
 fn send(to: &mut dyn Write, msg: &Value) -> bool {
@@ -34,6 +38,34 @@ fn send(to: &mut dyn Write, msg: &Value) -> bool {
 }
 
 impl Shared {
+    /// A prompt is running (the editor's or Cairn's).
+    pub fn busy(&self) -> bool {
+        self.pending.lock().map_or(true, |p| p.values().any(|m| m == "session/prompt" || m == super::feedback::OWN))
+    }
+
+    pub fn session(&self) -> Option<String> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+
+    fn set_session(&self, id: Option<&str>) {
+        if let (Some(id), Ok(mut s)) = (id, self.session.lock()) {
+            *s = Some(id.chars().take(256).collect());
+        }
+    }
+
+    /// Keeps request `id` as pending under `method` (its answer is expected).
+    pub fn expect(&self, id: &Value, method: &str) {
+        if let Ok(mut p) = self.pending.lock() {
+            if p.len() < MAX_PENDING {
+                p.insert(id.to_string(), method.to_string());
+            }
+        }
+    }
+
+    pub fn send_agent(&self, msg: &Value) -> bool {
+        self.to_agent(msg)
+    }
+
     fn to_agent(&self, msg: &Value) -> bool {
         match self.to_agent.lock() {
             Ok(mut a) => a.as_mut().is_some_and(|a| send(a, msg)),
@@ -62,13 +94,15 @@ pub fn editor_to_agent(shared: &Shared, from: impl std::io::Read) {
             continue;
         };
         if let Kind::Request { id, method } = message::kind(&msg) {
-            if let Ok(mut p) = shared.pending.lock() {
-                if p.len() < MAX_PENDING {
-                    p.insert(id.to_string(), method.to_string());
-                }
-            }
+            let method = method.to_string();
+            shared.expect(&id.clone(), &method);
             if method == "initialize" {
                 message::confine_initialize(&mut msg);
+            }
+            if method == "session/prompt" {
+                shared.set_session(msg.pointer("/params/sessionId").and_then(Value::as_str));
+                // Feedback not yet sent goes with the user's own prompt, once.
+                super::feedback::join(shared, &mut msg);
             }
         }
         if !shared.to_agent(&msg) {
@@ -98,13 +132,17 @@ pub fn agent_to_editor(shared: &Shared, from: impl std::io::Read) {
         let forward = match message::kind(&msg) {
             Kind::Response { id } => match shared.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string())) {
                 Some(method) => {
-                    if method == "session/prompt" {
+                    if matches!(method.as_str(), "session/new" | "session/load") {
+                        shared.set_session(msg.pointer("/result/sessionId").and_then(Value::as_str));
+                    }
+                    if method == "session/prompt" || method == super::feedback::OWN {
                         // The turn is over: its writes are in review before the editor hears so.
                         if let Err(e) = shared.turns.end_turn() {
                             tracing::warn!("acp: the turn's end: {}", escape(&e));
                         }
                     }
-                    true
+                    // The answer to Cairn's own prompt is Cairn's.
+                    method != super::feedback::OWN
                 }
                 None => false,
             },
