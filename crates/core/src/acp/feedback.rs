@@ -4,23 +4,22 @@
 //! the user's own next prompt when that comes first. Each piece is taken from the store once
 //! (`take_feedback`), so it reaches the agent exactly once.
 
-use super::relay::Shared;
+use crate::project::Project;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How often an idle session looks for feedback to deliver.
-const EVERY: Duration = Duration::from_millis(250);
+pub const EVERY: Duration = Duration::from_millis(250);
 /// The method a delivered prompt is kept under among the pending requests (its answer is
 /// Cairn's, never the editor's).
 pub const OWN: &str = "cairn/revise";
 
-/// The feedback waiting for the agent, taken (it will not be taken again) and rendered.
-pub fn take(shared: &Shared) -> Option<String> {
-    let taken = match shared.project.bin().and_then(|b| b.take_feedback(&shared.agent, "acp")) {
+/// The feedback waiting for `agent`, taken (it will not be taken again) and rendered.
+pub fn take(project: &Project, agent: &str) -> Option<String> {
+    let taken = match project.bin().and_then(|b| b.take_feedback(agent, "acp")) {
         Ok(t) => t,
         Err(e) => {
-            tracing::warn!(agent = %shared.agent, "acp feedback: {e}");
+            tracing::warn!(agent, "acp feedback: {e}");
             return None;
         }
     };
@@ -28,30 +27,16 @@ pub fn take(shared: &Shared) -> Option<String> {
 }
 
 /// The user's prompt (`session/prompt` params) with the waiting feedback before it.
-pub fn join(shared: &Shared, msg: &mut Value) {
+pub fn join(project: &Project, agent: &str, msg: &mut Value) {
     let Some(prompt) = msg.pointer_mut("/params/prompt").and_then(Value::as_array_mut) else { return };
-    if let Some(text) = take(shared) {
+    if let Some(text) = take(project, agent) {
         prompt.insert(0, json!({ "type": "text", "text": text }));
     }
 }
 
-/// Until `over`: when the agent is idle in a known session, the waiting feedback is sent as
-/// its next prompt.
-pub fn deliver(shared: &Shared, over: &AtomicBool) {
-    let mut n = 0u64;
-    while !over.load(Ordering::SeqCst) {
-        std::thread::sleep(EVERY);
-        if shared.busy() {
-            continue;
-        }
-        let Some(session) = shared.session() else { continue };
-        let Some(text) = take(shared) else { continue };
-        n += 1;
-        let id = json!(format!("cairn-acp-revise-{n}"));
-        shared.expect(&id, OWN);
-        let prompt = json!({ "jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": { "sessionId": session, "prompt": [{ "type": "text", "text": text }] } });
-        if !shared.send_agent(&prompt) {
-            return;
-        }
-    }
+/// Cairn's own prompt number `n` in `session`, carrying `text`: its id and the request.
+pub fn prompt(session: &str, n: u64, text: &str) -> (Value, Value) {
+    let id = json!(format!("cairn-acp-revise-{n}"));
+    let msg = json!({ "jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": { "sessionId": session, "prompt": [{ "type": "text", "text": text }] } });
+    (id, msg)
 }

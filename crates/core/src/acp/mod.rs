@@ -73,7 +73,7 @@ pub fn run(project: &Project, id: &str, opts: Options) -> Result<wrap::Finished>
     let out = std::thread::spawn(move || relay::agent_to_editor(&s, from_agent));
     let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (s, o) = (Arc::clone(&shared), Arc::clone(&over));
-    let delivering = std::thread::spawn(move || feedback::deliver(&s, &o));
+    let delivering = std::thread::spawn(move || relay::deliver(&s, &o));
     let done = wrap::run(project, id, &w);
     over.store(true, std::sync::atomic::Ordering::SeqCst);
     // Our copies of the agent's ends go: its output's relay sees the end.

@@ -62,10 +62,6 @@ impl Shared {
         }
     }
 
-    pub fn send_agent(&self, msg: &Value) -> bool {
-        self.to_agent(msg)
-    }
-
     fn to_agent(&self, msg: &Value) -> bool {
         match self.to_agent.lock() {
             Ok(mut a) => a.as_mut().is_some_and(|a| send(a, msg)),
@@ -102,7 +98,7 @@ pub fn editor_to_agent(shared: &Shared, from: impl std::io::Read) {
             if method == "session/prompt" {
                 shared.set_session(msg.pointer("/params/sessionId").and_then(Value::as_str));
                 // Feedback not yet sent goes with the user's own prompt, once.
-                super::feedback::join(shared, &mut msg);
+                super::feedback::join(&shared.project, &shared.agent, &mut msg);
             }
         }
         if !shared.to_agent(&msg) {
@@ -157,6 +153,26 @@ pub fn agent_to_editor(shared: &Shared, from: impl std::io::Read) {
         };
         if forward && !shared.to_editor(&msg) {
             break;
+        }
+    }
+}
+
+/// Until `over`: when the agent is idle in a known session, the waiting feedback is sent as
+/// its next prompt ([`super::feedback`]).
+pub fn deliver(shared: &Shared, over: &std::sync::atomic::AtomicBool) {
+    let mut n = 0u64;
+    while !over.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(super::feedback::EVERY);
+        if shared.busy() {
+            continue;
+        }
+        let Some(session) = shared.session() else { continue };
+        let Some(text) = super::feedback::take(&shared.project, &shared.agent) else { continue };
+        n += 1;
+        let (id, prompt) = super::feedback::prompt(&session, n, &text);
+        shared.expect(&id, super::feedback::OWN);
+        if !shared.to_agent(&prompt) {
+            return;
         }
     }
 }
