@@ -69,6 +69,23 @@ setup_agents() {
             '@anthropic-ai/claude-code@2.1.197' '@google/gemini-cli@0.61.0' '@openai/codex@0.169.0' >/dev/null
         (cd "$dir/node_modules/@anthropic-ai/claude-code" && node install.cjs >/dev/null)
     fi
+    # Claude Code's ACP adapter (it runs Claude Code's SDK), for `cairn acp`: a prefix of its
+    # own, so that its SDK's pins never move the CLIs above.
+    if ! [ -x "$dir/acp/node_modules/.bin/claude-agent-acp" ]; then
+        command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+        mkdir -p "$dir/acp"
+        npm install --prefix "$dir/acp" --no-audit --no-fund --loglevel=error '@zed-industries/claude-agent-acp@0.23.1' >/dev/null
+    fi
+}
+
+# The official ACP Python SDK (PyPI `agent-client-protocol`), the editor the `cairn acp` tests
+# drive it with (tests/acp/client.py).
+setup_acp_client() {
+    local venv="$here/.venv/acp"
+    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import acp' 2>/dev/null; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check 'agent-client-protocol==0.12.1'
+    fi
 }
 
 # Jujutsu (`jj`, from crates.io: no prebuilt binary is reachable), pinned, into .venv/jj: the

@@ -14,6 +14,7 @@ apt_install git tmux ripgrep strace
 setup_neovims
 setup_mcp_client
 setup_agents
+setup_acp_client
 setup_jj
 
 echo "== cargo test (release)"

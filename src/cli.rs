@@ -8,7 +8,6 @@ use cairn_core::lifecycle::{Priority, Provider, State};
 use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
 use clap::{Parser, Subcommand};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Cairn: sandboxed agents propose changes; you review them in Neovim or here.
@@ -178,6 +177,9 @@ pub enum Cmd {
         #[arg(last = true)]
         cmd: Vec<String>,
     },
+    /// Run an ACP agent (Agent Client Protocol, on stdio) for an editor, confined as by `cairn
+    /// wrap`; its writes become a proposal, reviewing when each prompt returns (:help cairn-acp).
+    Acp(crate::acp::Args),
     /// Agent sessions from a shell: `exec` runs a command confined against a session's proposal.
     Session {
         #[command(subcommand)]
@@ -326,15 +328,7 @@ pub fn main() -> i32 {
     code
 }
 
-/// Prints an error the one way the CLI does: message, then a hint.
-pub fn render_error(e: &Error) {
-    let mut err = std::io::stderr().lock();
-    // Errors name paths and carry messages an agent controls.
-    let _ = writeln!(err, "cairn: error: {}", cairn_core::display::escape(&e.to_string()));
-    if let Some(h) = e.hint() {
-        let _ = writeln!(err, "hint: {h}");
-    }
-}
+pub use crate::render::render_error;
 
 fn run(cli: Cli, home: &Path) -> Result<i32> {
     let root = cli.project_root.as_deref();
@@ -350,6 +344,7 @@ fn run(cli: Cli, home: &Path) -> Result<i32> {
         Cmd::Session { cmd } => return crate::task_cli::session(&opened(root, home)?, cmd),
         Cmd::Wrap { state: Some(WrapSub::State { cmd }), .. } => return crate::wrap::state(&opened(root, home)?, cmd),
         Cmd::Wrap { state: None, task, agent, network, cmd } => return crate::wrap::run(&opened(root, home)?, task, agent, network, cmd),
+        Cmd::Acp(args) => return crate::acp::run(&opened(root, home)?, args),
         Cmd::Mcp { actor } => return crate::mcp::run(opened(root, home)?, actor).map(|_| 0),
         Cmd::Check { file, interpreter, json } => {
             let out = command::execute_check(&file, interpreter)?;

@@ -11,6 +11,7 @@
 //! - [`stream`]: `cairn events`, the event stream on stdout;
 //! - [`task_cli`]: `cairn task`, the task graph, and `cairn session exec`;
 //! - [`wrap`]: `cairn wrap`, an agent CLI confined, its writes a proposal;
+//! - [`acp`]: `cairn acp`, an ACP agent confined between an editor and its proposal;
 //! - [`host`]: `cairn nvim`, the msgpack-RPC host of the Neovim plugin;
 //! - [`mcp`]: `cairn mcp`, the MCP server (rmcp) for coding agents;
 //! - [`tmux`]: the preview split;
@@ -30,6 +31,7 @@ macro_rules! errln {
     ($($arg:tt)*) => {{ let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{}\n", format_args!($($arg)*))); }};
 }
 
+pub mod acp;
 pub mod cli;
 pub mod config_cli;
 pub mod daemon;

@@ -330,3 +330,13 @@ pub(crate) fn doctor(report: &cairn_core::doctor::Report, json: bool) -> i32 {
     }
     i32::from(!report.ok)
 }
+
+/// Prints an error the one way the CLI does: message, then a hint.
+pub fn render_error(e: &cairn_core::error::Error) {
+    let mut err = std::io::stderr().lock();
+    // Errors name paths and carry messages an agent controls.
+    let _ = writeln!(err, "cairn: error: {}", cairn_core::display::escape(&e.to_string()));
+    if let Some(h) = e.hint() {
+        let _ = writeln!(err, "hint: {h}");
+    }
+}

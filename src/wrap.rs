@@ -22,7 +22,7 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
     let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|e| Error::io("standard streams", e));
     use std::os::fd::AsFd;
     let streams = cairn_core::runbox::pty::Streams { stdin: dup(std::io::stdin().as_fd())?, stdout: dup(std::io::stdout().as_fd())?, stderr: dup(std::io::stderr().as_fd())? };
-    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)) };
+    let opts = cairn_core::wrap::Options { argv: cmd, task, agent, network, cwd, home, streams: Some(std::sync::Arc::new(streams)), turns: None };
     // What the view cannot show is refused before anything starts.
     for note in cairn_core::wrap::check(project, &opts)? {
         let _ = writeln!(std::io::stderr(), "cairn: note: {}", cairn_core::display::escape(&note));

@@ -5,6 +5,7 @@ mod support;
 
 mod agents_mcp;
 mod agents_wrap;
+mod acp;
 mod architecture;
 mod boundary;
 mod budgets;

@@ -38,6 +38,7 @@ pub mod confine;
 pub mod sandbox;
 pub mod runbox;
 pub mod wrap;
+pub mod acp;
 pub mod providers;
 pub mod llm;
 pub mod orchestrator;

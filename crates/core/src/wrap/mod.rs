@@ -28,6 +28,8 @@ pub mod env;
 pub(crate) mod gitconfig;
 pub mod name;
 pub mod state;
+mod turns;
+pub use turns::TurnEnds;
 
 /// How often the written layer is looked at while CMD runs.
 const SYNC_EVERY: Duration = Duration::from_millis(250);
@@ -48,6 +50,8 @@ pub struct Options {
     pub home: Option<PathBuf>,
     /// `cairn wrap`'s standard streams (the user's terminal), from the edge.
     pub streams: Option<std::sync::Arc<runbox::pty::Streams>>,
+    /// The edge says exactly when a turn ends (`cairn acp`), see [`TurnEnds`].
+    pub turns: Option<std::sync::Arc<TurnEnds>>,
 }
 
 /// How a wrap session ended.
@@ -116,7 +120,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let _state = state::hold(&req.home_plan.layer)?;
     // Named by the first task typed to it, unless named already (`--task`, `-p`, resumed).
     let named = name::given(opts.task.as_deref(), &opts.argv).is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named };
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named, turns: opts.turns.clone() };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -124,6 +128,9 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
             sync_error.get_or_insert(e);
         }
     });
+    if let Some(t) = &opts.turns {
+        t.close();
+    }
     let ran = match exit {
         Ok(ran) => ran,
         Err(e) => {
@@ -197,6 +204,8 @@ struct Live {
     turn_mark: Option<i64>,
     /// The session has its name (else the first task line the user types gives it one).
     named: bool,
+    /// Where turns end exactly (`cairn acp`: a prompt's answer), instead of a still screen.
+    turns: Option<std::sync::Arc<TurnEnds>>,
 }
 
 impl Live {
@@ -204,6 +213,13 @@ impl Live {
     /// next revision first), its turn's end, feedback to type.
     fn step(&mut self, project: &Project, agent: &str, staged: &Staged, dir: &Path, console: &runbox::pty::Console) -> Result<()> {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
+        if let Some(turns) = &self.turns {
+            turns.serve(|| match project.bin()?.get(agent)?.state {
+                State::Executing if !project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) => Ok(()),
+                State::Executing | State::Submitting => turn_ended(project, agent),
+                _ => Ok(()),
+            });
+        }
         if !console.is_pty() {
             return Ok(());
         }

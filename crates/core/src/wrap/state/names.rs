@@ -43,9 +43,15 @@ pub fn state_layer(project: &Project, program: &str) -> PathBuf {
     project.home.dir.join("wrap-state").join(state_name(program))
 }
 
-/// A command's name as its state layer is named (`/usr/bin/claude` → `claude`).
+/// A command's name as its state layer is named (`/usr/bin/claude` → `claude`); an ACP
+/// adapter of an agent CLI is that CLI (`claude-agent-acp` runs Claude Code: its state, its keys).
 fn state_name(program: &str) -> String {
     let base = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = match base.as_str() {
+        "claude-agent-acp" | "claude-code-acp" => "claude".to_string(),
+        "codex-acp" => "codex".to_string(),
+        _ => base,
+    };
     let name: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
     if name.is_empty() || name.starts_with('.') { format!("_{name}") } else { name }
 }
