@@ -156,6 +156,11 @@ pub struct Wrap {
     pub network: String,
     pub allow_hosts: Vec<String>,
     pub host_ports: Vec<u16>,
+    pub credentials: String,
+    pub max_tokens: u64,
+    pub max_tokens_revision: u64,
+    pub max_cost_usd: f64,
+    pub max_cost_usd_revision: f64,
     pub turn_quiet_ms: u64,
 }
 

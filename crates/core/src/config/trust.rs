@@ -33,6 +33,7 @@ pub const HOST_KEYS: &[(&str, &str)] = &[
     ("wrap", "network"),
     ("wrap", "allow_hosts"),
     ("wrap", "host_ports"),
+    ("wrap", "credentials"),
     // Ports of a view opened on the host's loopback.
     ("preview", "ports"),
     // How soon decided agents (their undo) are collected: a project may keep more, not less.
@@ -114,6 +115,8 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
         }
         (_, "network", Value::String(to), Some(Value::String(from))) => (rank(to)? <= rank(from)?).then_some(value),
         ("run", "allow_unconfined", Value::Boolean(false), _) => Some(value),
+        // The agent holding no key is a narrowing of it holding yours.
+        ("wrap", "credentials", Value::String(to), _) if to == "gateway" => Some(value),
         // Kept longer, more of them, a higher cap (0: none) is a narrowing of what gc removes.
         ("gc", k, Value::Integer(to), Some(Value::Integer(from))) => {
             let keeps_more = if k == "max_total_size_mb" { *to == 0 || (*from != 0 && to >= from) } else { to >= from };
