@@ -67,8 +67,11 @@ pub fn agent_of(stderr: &str) -> String {
     rest.split(':').next().unwrap().to_string()
 }
 
-pub fn hunter() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/hunt_key.py").display().to_string()
+/// Puts the hunter into the project (where the agent's shell finds it); returns its command
+/// line looking for `pattern` in its environment, /proc, the home, /etc, /tmp and the project.
+pub fn hunter(f: &Fixture, pattern: &str) -> String {
+    f.write("hunt_key.py", std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/hunt_key.py")).unwrap());
+    format!("python3 {}/hunt_key.py '{pattern}' \"$HOME\" /etc /tmp /var/tmp {}", f.root.display(), f.root.display())
 }
 
 /// Claude Code with `key` in ANTHROPIC_API_KEY and the scripted model as ANTHROPIC_BASE_URL.
@@ -102,8 +105,9 @@ fn claude_code_never_holds_the_key_and_its_tokens_are_counted() {
     let home = tempfile::tempdir().unwrap();
     let key = real_key("sk-ant-api03-", 108);
     let root = f.root.display().to_string();
-    let hunt = format!("python3 {} 'sk-ant-[A-Za-z0-9_-]{{20,}}' / ", hunter());
+    let hunt = hunter(&f, "sk-ant-[A-Za-z0-9_-]{20,}");
     let script = json!([
+        {"tool": "Read", "input": {"file_path": format!("{root}/src/app.py")}},
         {"tool": "Edit", "input": {"file_path": format!("{root}/src/app.py"), "old_string": "return a - b", "new_string": "return a + b"}},
         {"tool": "Write", "input": {"file_path": format!("{root}/NOTES.md"), "content": "fixed add\n"}},
         {"tool": "Bash", "input": {"command": hunt, "description": "look around"}},
@@ -127,9 +131,9 @@ fn claude_code_never_holds_the_key_and_its_tokens_are_counted() {
         assert_eq!(r["key"].as_str(), Some(key.as_str()), "a request without the real key: {r}");
     }
     // The hunter ran, found the placeholder the CLI holds, and never the key.
-    let all = std::fs::read_to_string(&m.log).unwrap();
     let shown: String = reqs.iter().map(|r| r["messages"].to_string()).collect();
-    assert!(shown.contains("HUNT DONE"), "the hunter's output never came back: {}", &all[..all.len().min(3000)]);
+    let results: Vec<String> = shown.match_indices("toolu_4").map(|(i, _)| shown[i..].chars().take(1500).collect()).collect();
+    assert!(shown.contains("HUNT DONE"), "the hunter's output never came back: {results:?}");
     assert!(shown.contains("FOUND sk-ant-api03-"), "the hunter found not even the placeholder: {}", &shown[shown.find("HUNT").unwrap_or(0).saturating_sub(2000)..]);
     assert!(!shown.contains(&key[20..]), "the agent found the real key");
     // Its status holds exactly the totals the upstream reported.

@@ -46,7 +46,7 @@ fn check(f: &Fixture, before: &[(String, Vec<u8>)], r: &Run, m: &Model, key: &st
 fn codex_cli_never_holds_the_key_and_its_tokens_are_counted() {
     let f = project();
     let key = real_key("sk-proj-", 164);
-    let hunt = format!("python3 {} 'sk-proj-[A-Za-z0-9_-]{{20,}}' /", hunter());
+    let hunt = hunter(&f, "sk-proj-[A-Za-z0-9_-]{20,}");
     let script = json!([
         {"tool": "exec_command", "input": {"cmd": format!("sed -i 's/return a - b/return a + b/' src/app.py && printf 'fixed add\\n' > NOTES.md && {hunt}"), "workdir": f.root.display().to_string(), "yield_time_ms": 30000}},
         {"text": "All done."}
@@ -77,7 +77,7 @@ fn gemini_cli_never_holds_the_key_and_its_tokens_are_counted() {
     let f = project();
     let key = real_key("AIza", 39);
     let root_of = |p: &str| f.root.join(p).display().to_string();
-    let hunt = format!("python3 {} 'AIza[A-Za-z0-9_-]{{30,}}' /", hunter());
+    let hunt = hunter(&f, "AIza[A-Za-z0-9_-]{30,}");
     let script = json!([
         {"tool": "replace", "input": {"file_path": root_of("src/app.py"), "old_string": "return a - b", "new_string": "return a + b", "instruction": "fix add"}},
         {"tool": "write_file", "input": {"file_path": root_of("NOTES.md"), "content": "fixed add\n"}},
