@@ -1,4 +1,4 @@
-//! The model gateway with Codex CLI (`codex exec`, the Responses API streamed, `OPENAI_API_KEY`
+//! The model gateway with Codex CLI (`codex exec`, the Responses API streamed, `CODEX_API_KEY`
 //! and `OPENAI_BASE_URL`) and Gemini CLI (`gemini -p`, `GEMINI_API_KEY` and
 //! `GOOGLE_GEMINI_BASE_URL`), each against its scripted API on the host's 127.0.0.1 with no
 //! `[wrap] host_ports`: each proposes exactly its edits, the upstream got the real key on
@@ -63,7 +63,7 @@ fn codex_cli_never_holds_the_key_and_its_tokens_are_counted() {
         .arg(agent_bin("codex"))
         .args(["exec", "--skip-git-repo-check", "fix add"])
         .env("HOME", home.path())
-        .env("OPENAI_API_KEY", &key)
+        .env("CODEX_API_KEY", &key)
         .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{}/v1", m.port))
         .stdin(Stdio::null())
         .output()

@@ -54,6 +54,11 @@ pub fn key_variables() -> impl Iterator<Item = &'static str> {
     SPECS.iter().flat_map(|s| s.keys.iter().map(|k| k.0))
 }
 
+/// The base URL the agent gets for `provider`'s gateway.
+pub fn base_url(provider: Provider) -> String {
+    SPECS.iter().find(|s| s.provider == provider).map(|s| format!("http://127.0.0.1:{}{}", s.port, s.prefix)).unwrap_or_default()
+}
+
 /// The agent's environment and the routes.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -86,7 +91,7 @@ pub fn plan(env: Vec<(String, String)>) -> Result<Plan, String> {
         let base = out.env.iter().find(|(k, v)| k == spec.base_var && !v.trim().is_empty()).map_or(spec.default_base, |(_, v)| v.as_str());
         let upstream = Upstream::parse(base).map_err(|e| format!("{}: {e}", spec.base_var))?;
         out.env.retain(|(k, _)| k != spec.base_var);
-        out.env.push((spec.base_var.to_string(), format!("http://127.0.0.1:{}{}", spec.port, spec.prefix)));
+        out.env.push((spec.base_var.to_string(), base_url(spec.provider)));
         out.routes.push(Route { provider: spec.provider, port: spec.port, prefix: spec.prefix, secrets, upstream });
     }
     Ok(out)

@@ -46,11 +46,17 @@ fn one(r: &mut BufReader<TcpStream>, w: &mut TcpStream, route: &Route, meter: &d
         Err(e) => return Err(e),
     };
     let keep = version == "HTTP/1.1" && !head.get("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
+    if head.get("upgrade").is_some() {
+        // (Codex tries a WebSocket first, and falls back to HTTPS.)
+        return answer(w, route.provider, Why::NotFound, "the gateway takes no WebSocket", keep);
+    }
     if !matches!(method, "GET" | "POST" | "HEAD") {
         return answer(w, route.provider, Why::NotFound, "only GET, HEAD and POST are forwarded", keep);
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let Some((credentials, query)) = credentials(&head, query, route) else {
+        let named: Vec<&str> = head.headers.iter().map(|(k, _)| k.as_str()).filter(|k| CREDENTIAL_HEADERS.contains(k)).collect();
+        tracing::warn!("cairn gateway: refused a request without this session's credential (credential headers: {named:?})");
         return answer(w, route.provider, Why::Auth, "the request does not carry this session's credential", keep);
     };
     if !plain_path(path) || !plain_query(&query) || !forwarded(route.provider, path) || !path.starts_with(route.prefix) {

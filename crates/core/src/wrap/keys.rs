@@ -37,6 +37,19 @@ pub(crate) fn plan(project: &Project, env: Vec<(String, String)>, network: &Netw
     Ok(Keyed { env: plan.env, gateway, hidden: LOGINS.iter().map(|l| home.join(l)).collect() })
 }
 
+/// Codex CLI reads no base URL from its environment (0.1xx: `openai_base_url` in its
+/// configuration only): a `codex` command line whose key goes through the gateway gets
+/// `-c openai_base_url=<the gateway>` first (the user's `OPENAI_BASE_URL` stays the upstream).
+pub(crate) fn codex_base_url(project: &Project, mut argv: Vec<String>, network: Option<&str>) -> Vec<String> {
+    let proxied = network.unwrap_or(project.config.wrap.network.as_str()) == "proxy";
+    let keyed = ["OPENAI_API_KEY", "CODEX_API_KEY"].iter().any(|k| project.env.get(k).is_some_and(|v| !v.trim().is_empty()));
+    let codex = argv.first().and_then(|p| Path::new(p).file_name()).is_some_and(|n| n == "codex");
+    if proxied && keyed && codex && project.config.wrap.credentials == "gateway" {
+        argv.splice(1..1, ["-c".to_string(), format!("openai_base_url=\"{}\"", gateway::plan::base_url(gateway::Provider::OpenAi))]);
+    }
+    argv
+}
+
 /// What the session's first lines say of its credentials.
 pub(crate) fn note(project: &Project, req: &Request) -> Option<String> {
     if passes(project, &req.network) {

@@ -108,6 +108,7 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
         Some(_) => command_line(project, agent, &opts.argv)?,
         None => opts.argv.clone(),
     };
+    let argv = keys::codex_base_url(project, argv, opts.network.as_deref());
     let opts = &Options { argv, ..opts.clone() };
     // A resumed session starts from its proposal, staged below the new layer.
     let changes = crate::review::diff::changes(project, agent)?;
