@@ -39,6 +39,8 @@ pub(crate) struct Session {
     /// The budget that stopped the agent, once (the user is told once).
     stopped: Mutex<Option<String>>,
     told: AtomicBool,
+    /// The turn a spent budget ended went to review.
+    ended: AtomicBool,
 }
 
 impl Session {
@@ -51,12 +53,36 @@ impl Session {
             spent: Mutex::new((0, 0.0)),
             stopped: Mutex::new(None),
             told: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
         }
+    }
+
+    /// The meter of agent `agent`'s session, the gateway of `req` reporting to it.
+    pub fn attach(project: &Project, agent: &str, req: &mut crate::runbox::wrap::Request) -> std::sync::Arc<Session> {
+        let meter = std::sync::Arc::new(Session::new(project, agent));
+        if let Some(g) = req.gateway.as_mut() {
+            g.meter = meter.clone();
+        }
+        meter
     }
 
     /// The budget that stopped the agent, if one did.
     pub fn stopped(&self) -> Option<String> {
         self.stopped.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// Once a budget stopped the agent: its turn goes to review with what it has (once);
+    /// returns whether it did.
+    pub fn end_turn_once(&self, project: &Project, agent: &str) -> crate::error::Result<bool> {
+        if self.stopped().is_none() || self.ended.swap(true, Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let executing = project.bin()?.get(agent)?.state == crate::lifecycle::State::Executing;
+        if executing && project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
+            super::turn_ended(project, agent)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The agent's current revision's tokens and cost.

@@ -114,13 +114,10 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
     let mut req = request(project, opts)?;
-    let meter = std::sync::Arc::new(meter::Session::new(project, agent));
-    if let Some(g) = req.gateway.as_mut() {
-        g.meter = meter.clone() as std::sync::Arc<dyn crate::gateway::Meter>;
-    }
+    let meter = meter::Session::attach(project, agent, &mut req);
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, meter: meter.clone(), budget_ended: false };
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, meter: meter.clone() };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -207,8 +204,6 @@ struct Live {
     turn_mark: Option<i64>,
     /// The session's gateway meter: a spent budget ends the turn.
     meter: std::sync::Arc<meter::Session>,
-    /// The turn a spent budget ended went to review.
-    budget_ended: bool,
 }
 
 impl Live {
@@ -216,15 +211,9 @@ impl Live {
     /// next revision first), its turn's end, feedback to type.
     fn step(&mut self, project: &Project, agent: &str, staged: &Staged, dir: &Path, console: &runbox::pty::Console) -> Result<()> {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
-        // A spent budget: the turn goes to review with what it has (once).
-        if !self.budget_ended && self.meter.stopped().is_some() {
-            self.budget_ended = true;
-            let bin = project.bin()?;
-            if bin.get(agent)?.state == State::Executing && project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) {
-                turn_ended(project, agent)?;
-                self.turn_mark = Some(console.output_mark());
-                return Ok(());
-            }
+        if self.meter.end_turn_once(project, agent)? {
+            self.turn_mark = Some(console.output_mark());
+            return Ok(());
         }
         if !console.is_pty() {
             return Ok(());
