@@ -130,6 +130,9 @@ fn log(l: &cairn_core::review::revise::LogReport) {
     revisions.extend(l.revisions.iter().map(|r| (r.revision, format!("{}  {}", cairn_core::time::rfc3339(r.ts_ms), esc(&r.why)))));
     for (n, why) in revisions {
         outln!("revision {n}: {why}");
+        if let Some(u) = l.usage.as_ref().and_then(|u| u.revisions.iter().find(|r| r.revision == Some(n))) {
+            outln!("  tokens: {}", tokens(&u.usage, u.requests, u.cost_usd));
+        }
         for f in l.feedback.iter().filter(|f| f.revision == n) {
             let at = match (&f.path, f.lines) {
                 (Some(p), Some((a, b))) if a == b => format!(" {}:{a}", esc(p)),

@@ -145,6 +145,8 @@ fn claude_code_never_holds_the_key_and_its_tokens_are_counted() {
     let listed = f.cairn(&["list-agents", "--json"]).ok().json();
     assert_eq!(listed[0]["usage"]["output_tokens"].as_u64(), Some(output), "{listed}");
     assert!(f.cairn(&["status", &id]).ok().stdout.contains(&format!("{input} in, {output} out")));
+    let log = f.cairn(&["log", &id]).ok().stdout;
+    assert!(log.contains(&format!("tokens: {input} in, {output} out")), "{log}");
 }
 
 /// Acceptance 4: a token budget stops the agent; its next model request gets Anthropic's own

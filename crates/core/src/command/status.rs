@@ -61,65 +61,9 @@ pub struct Status {
     pub overlaps: Vec<String>,
     /// The tokens (and cost) of its model requests, as the wrap gateway read them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<UsageSummary>,
+    pub usage: Option<crate::store::bin::UsageSummary>,
 }
 
-/// An agent's token usage: totals, then by revision and by model.
-#[derive(Debug, Clone, Serialize)]
-pub struct UsageSummary {
-    #[serde(flatten)]
-    pub total: crate::gateway::Usage,
-    pub requests: u64,
-    /// US dollars, where the price table knows every model used.
-    pub cost_usd: Option<f64>,
-    pub revisions: Vec<UsagePart>,
-    pub models: Vec<UsagePart>,
-}
-
-/// Usage of one revision or one model.
-#[derive(Debug, Clone, Serialize)]
-pub struct UsagePart {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revision: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(flatten)]
-    pub usage: crate::gateway::Usage,
-    pub requests: u64,
-    pub cost_usd: Option<f64>,
-}
-
-/// Agent `id`'s usage, `None` when it made no model request through the gateway.
-pub fn usage_summary(project: &Project, id: &str) -> Result<Option<UsageSummary>> {
-    let rows = project.bin()?.usage_of(id)?;
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    let prices = crate::gateway::price::Table::load(&project.home.dir);
-    let cost = |r: &crate::store::bin::UsageRow| r.provider.parse().ok().and_then(|p| prices.cost(p, &r.model, &r.usage));
-    let sum = |parts: &mut Vec<UsagePart>, r: &crate::store::bin::UsageRow, revision: Option<u32>, model: bool| {
-        let at = parts.iter().position(|p| p.revision == revision && (!model || (p.provider.as_deref() == Some(&r.provider) && p.model.as_deref() == Some(&r.model))));
-        let i = at.unwrap_or_else(|| {
-            let (provider, m) = if model { (Some(r.provider.clone()), Some(r.model.clone())) } else { (None, None) };
-            parts.push(UsagePart { revision, provider, model: m, usage: Default::default(), requests: 0, cost_usd: Some(0.0) });
-            parts.len() - 1
-        });
-        let p = &mut parts[i];
-        p.usage.add(&r.usage);
-        p.requests += r.requests;
-        p.cost_usd = p.cost_usd.zip(cost(r)).map(|(a, b)| a + b);
-    };
-    let (mut revisions, mut models, mut all) = (Vec::new(), Vec::new(), Vec::new());
-    for r in &rows {
-        sum(&mut revisions, r, Some(r.revision), false);
-        sum(&mut models, r, None, true);
-        sum(&mut all, r, None, false);
-    }
-    let t = all.remove(0);
-    Ok(Some(UsageSummary { total: t.usage, requests: t.requests, cost_usd: t.cost_usd, revisions, models }))
-}
 
 /// A task as an agent's status shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -194,6 +138,6 @@ pub fn status_of(project: &Project, rec: &AgentRecord, detailed: bool) -> Result
         jj_integration: (detailed && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
         state_changed_ms: rec.state_changed_ms,
         overlaps: Vec::new(),
-        usage: usage_summary(project, &rec.id)?,
+        usage: project.bin()?.usage_summary(&rec.id, &crate::gateway::price::Table::load(&project.home.dir))?,
     })
 }

@@ -25,7 +25,7 @@ mod tasks;
 pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow, STALLED_AFTER_MS};
 mod transition;
 mod usage;
-pub use usage::UsageRow;
+pub use usage::{UsagePart, UsageRow, UsageSummary};
 use transition::apply_transition;
 mod workers;
 pub use workers::HELD;
