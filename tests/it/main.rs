@@ -20,6 +20,8 @@ mod events;
 mod externals;
 mod fidelity;
 mod fuzz;
+mod gateway;
+mod gateway_cli;
 mod hashline;
 mod interpreters;
 mod jj;
