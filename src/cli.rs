@@ -3,7 +3,7 @@
 //! 1 refused or failed, 2 usage.
 
 use cairn_core::command::{self, Command, Output};
-use cairn_core::error::{Error, Result};
+use cairn_core::error::Result;
 use cairn_core::lifecycle::{Priority, Provider, State};
 use cairn_core::sandbox::interpreter::Interpreter;
 use crate::open::{cairn_home, open_project, opened};
