@@ -130,9 +130,6 @@ fn log(l: &cairn_core::review::revise::LogReport) {
     revisions.extend(l.revisions.iter().map(|r| (r.revision, format!("{}  {}", cairn_core::time::rfc3339(r.ts_ms), esc(&r.why)))));
     for (n, why) in revisions {
         outln!("revision {n}: {why}");
-        if let Some(u) = l.usage.as_ref().and_then(|u| u.revisions.iter().find(|r| r.revision == Some(n))) {
-            outln!("  tokens: {}", tokens(&u.usage, u.requests, u.cost_usd));
-        }
         for f in l.feedback.iter().filter(|f| f.revision == n) {
             let at = match (&f.path, f.lines) {
                 (Some(p), Some((a, b))) if a == b => format!(" {}:{a}", esc(p)),
@@ -161,14 +158,6 @@ fn status(s: &Status) {
     if let Some(e) = &s.error {
         outln!("error     ({}) {}", s.error_kind.map_or("error", |k| k.as_str()), cairn_core::display::escape(e));
     }
-    if let Some(u) = &s.usage {
-        outln!("tokens    {}", tokens(&u.total, u.requests, u.cost_usd));
-        if u.models.len() > 1 || u.revisions.len() > 1 {
-            for m in &u.models {
-                outln!("  {} {}: {}", m.provider.as_deref().unwrap_or(""), esc(m.model.as_deref().unwrap_or("")), tokens(&m.usage, m.requests, m.cost_usd));
-            }
-        }
-    }
     if let Some(d) = &s.damage {
         outln!("DAMAGED   {}", esc(d));
     }
@@ -192,19 +181,6 @@ fn status(s: &Status) {
     }
 }
 
-
-/// Tokens (and cost) as one line: `1200 in, 300 out, ... (4 requests), $0.0081`.
-pub(crate) fn tokens(u: &cairn_core::gateway::Usage, requests: u64, cost: Option<f64>) -> String {
-    let mut s = format!("{} in, {} out", u.input_tokens, u.output_tokens);
-    if u.cache_read_tokens > 0 || u.cache_write_tokens > 0 {
-        s.push_str(&format!(", {} cache read, {} cache write", u.cache_read_tokens, u.cache_write_tokens));
-    }
-    s.push_str(&format!(" ({requests} request{})", if requests == 1 { "" } else { "s" }));
-    if let Some(c) = cost {
-        s.push_str(&format!(", ${c:.4}"));
-    }
-    s
-}
 
 /// `cairn status` without an id: the project, its agents by state, the jj integration.
 pub(crate) fn overview(o: &cairn_core::command::Overview, json: bool) -> cairn_core::error::Result<i32> {
@@ -237,10 +213,7 @@ fn agents_list(agents: &[Status], order: &[String]) {
         if s.revision > 1 {
             state.push_str(&format!(" r{}", s.revision));
         }
-        let mut overlaps = if s.overlaps.is_empty() { String::new() } else { format!("  [overlaps {}]", s.overlaps.join(", ")) };
-        if let Some(u) = &s.usage {
-            overlaps.push_str(&format!("  [{} tokens{}]", u.total.total(), u.cost_usd.map(|c| format!(", ${c:.2}")).unwrap_or_default()));
-        }
+        let overlaps = if s.overlaps.is_empty() { String::new() } else { format!("  [overlaps {}]", s.overlaps.join(", ")) };
         outln!("{:<8} {:<10} {:<7} {:>4}  {}{}{overlaps}", s.id, state, s.priority, age(s.state_changed_ms), task, if extra.is_empty() { String::new() } else { format!("  ({extra})") });
     }
     if order.len() > 1 {

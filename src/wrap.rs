@@ -51,9 +51,6 @@ pub fn run(project: &Project, task: Option<String>, agent: Option<String>, netwo
             "cairn: wrap session {id}: 127 is \"command not found\": a program it runs may not be in the wrapped view, which shows the system directories, the project, [wrap] home, [wrap] read_paths and the installations of the programs the command line names (through env, nice, timeout, npx, uv run, ...); add the program's directory to [wrap] read_paths (see :help cairn-wrap-programs)"
         );
     }
-    if let Some(why) = &done.budget {
-        let _ = writeln!(err, "cairn: wrap session {id}: budget reached: {}; its model requests were refused with its provider's quota error (:help cairn-wrap-cost)", cairn_core::display::escape(why));
-    }
     if !done.denied.is_empty() {
         let hosts = done.denied.iter().map(|h| cairn_core::display::escape(h)).collect::<Vec<_>>().join(", ");
         let _ = writeln!(err, "cairn: wrap session {id}: the proxy refused {hosts} (add to [wrap] allow_hosts to allow; see :help cairn-wrap)");

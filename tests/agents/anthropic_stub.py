@@ -14,11 +14,8 @@ last step of a turn repeat. For several sessions at once, {"by_prompt": {"WORD":
 gives each conversation the script whose WORD its user's first message holds.
 
 Serves until killed; writes its port to <port file> once listening, and every request's
-path, whether it offered tools, its messages, the credential it carried (`key`: x-api-key,
-`auth`: authorization) and the usage the reply reports (`usage`, its final totals: each reply
-reports other numbers) to stderr (a JSON line each).
+path, whether it offered tools, and messages to stderr (a JSON line each).
 """
-import itertools
 import json
 import os
 import sys
@@ -28,7 +25,6 @@ import uuid
 from stub_server import JsonHandler, serve
 
 SCRIPT = json.load(open(sys.argv[1]))
-REPLIES = itertools.count(1)
 
 
 def content_blocks(message):
@@ -103,42 +99,29 @@ def blocks_for(body):
 
 
 class Handler(JsonHandler):
-    def log_request_line(self, body=None, usage=None):
-        line = {"path": self.path, "key": self.headers.get("x-api-key"), "auth": self.headers.get("authorization")}
-        if body is not None:
-            line.update({"tools": bool(body.get("tools")), "messages": body.get("messages", [])})
-        if usage is not None:
-            line["usage"] = usage
-        sys.stderr.write(json.dumps(line) + "\n")
-        sys.stderr.flush()
-
     def do_HEAD(self):
-        self.log_request_line()
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
     def do_GET(self):
-        self.log_request_line()
         self.reply(200, {})
 
     def do_POST(self):
         body = self.body()
         # What the CLI sent back (tool results included), for the test to read.
-        if "count_tokens" in self.path or not self.path.startswith("/v1/messages"):
-            self.log_request_line(body)
-            if "count_tokens" in self.path:
-                return self.reply(200, {"input_tokens": 10})
+        sys.stderr.write(json.dumps({"path": self.path, "tools": bool(body.get("tools")), "messages": body.get("messages", [])}) + "\n")
+        sys.stderr.flush()
+        if "count_tokens" in self.path:
+            return self.reply(200, {"input_tokens": 10})
+        if not self.path.startswith("/v1/messages"):
             return self.reply(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
-        n = next(REPLIES)
-        final = {"input_tokens": 100 + 13 * n, "output_tokens": 7 + 3 * n}
-        self.log_request_line(body, final)
         blocks, stop = blocks_for(body)
         model = body.get("model", "claude-scripted")
         # An id of its own for each reply: Claude Code merges the assistant messages that
         # share one (as the parts of a single reply).
         msg_id = f"msg_{uuid.uuid4().hex}"
-        usage = {"input_tokens": final["input_tokens"], "output_tokens": final["output_tokens"], "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         if not body.get("stream"):
             return self.reply(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
                                     "stop_reason": stop, "stop_sequence": None, "usage": usage})
@@ -148,9 +131,8 @@ class Handler(JsonHandler):
             data["type"] = kind
             self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
 
-        # The stream's first count of output is 1; its message_delta has the final one.
         event("message_start", {"message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
-                                             "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}})
+                                             "stop_reason": None, "stop_sequence": None, "usage": usage}})
         for i, b in enumerate(blocks):
             if b["type"] == "tool_use":
                 event("content_block_start", {"index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}})
@@ -159,7 +141,7 @@ class Handler(JsonHandler):
                 event("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}})
                 event("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": b["text"]}})
             event("content_block_stop", {"index": i})
-        event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": final["output_tokens"]}})
+        event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}})
         event("message_stop", {})
         self.wfile.flush()
 

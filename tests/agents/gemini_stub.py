@@ -6,12 +6,9 @@ server's tools (`cairn__read_file` beside its own `read_file`), and the stub cal
 declared name that ends with it, preferring one that names the server. Requests without tools
 get a short text; JSON-mode requests (the CLI's own checks) get an object filling the schema.
 
-Usage: gemini_stub.py <script.json> <port file> <server name>. Writes each request's path,
-the function responses it carries, its credential (`key`: x-goog-api-key, or the `key=` query)
-and the usage its reply reports (`usage`, each reply other numbers) to stderr (a JSON line
-each).
+Usage: gemini_stub.py <script.json> <port file> <server name>. Writes each request's path and
+the function responses it carries to stderr (a JSON line each).
 """
-import itertools
 import json
 import sys
 
@@ -19,7 +16,6 @@ from stub_server import JsonHandler, serve
 
 STEPS = json.load(open(sys.argv[1]))
 SERVER = sys.argv[3]
-REPLIES = itertools.count(1)
 
 
 def declared(body):
@@ -86,21 +82,13 @@ class Handler(JsonHandler):
 
     def do_POST(self):
         body = self.body()
-        query_key = [p[4:] for p in self.path.partition("?")[2].split("&") if p.startswith("key=")]
-        line = {"path": self.path, "tools": declared(body), "responses": responses(body),
-                "key": self.headers.get("x-goog-api-key") or (query_key[0] if query_key else None)}
-        counted = ":countTokens" not in self.path and ":embedContent" not in self.path and ":batchEmbedContents" not in self.path
-        if counted:
-            n = next(REPLIES)
-            line["usage"] = {"input_tokens": 200 + 11 * n, "output_tokens": 4 + 5 * n}
-        sys.stderr.write(json.dumps(line) + "\n")
+        sys.stderr.write(json.dumps({"path": self.path, "tools": declared(body), "responses": responses(body)}) + "\n")
         sys.stderr.flush()
         if ":countTokens" in self.path:
             return self.reply(200, {"totalTokens": 10})
-        if not counted:
+        if ":embedContent" in self.path or ":batchEmbedContents" in self.path:
             return self.reply(200, {"embeddings": [{"values": [0.0]}]})
-        usage = {"promptTokenCount": line["usage"]["input_tokens"], "candidatesTokenCount": line["usage"]["output_tokens"],
-                 "totalTokenCount": line["usage"]["input_tokens"] + line["usage"]["output_tokens"]}
+        usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
         chunk = {"candidates": [{"content": {"role": "model", "parts": parts_for(body)}, "finishReason": "STOP", "index": 0}], "usageMetadata": usage}
         if ":streamGenerateContent" not in self.path:
             return self.reply(200, chunk)

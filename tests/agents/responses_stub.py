@@ -5,10 +5,8 @@ conversation already holds. A step names a tool by its suffix; the stub calls th
 name that ends with it, preferring one that names the server (Codex prefixes MCP tools).
 
 Usage: responses_stub.py <script.json> <port file> <server name>. Writes each request's path,
-tool names, the call outputs it carries, its `authorization` header (`auth`) and the usage its
-reply reports (`usage`, each reply other numbers) to stderr (a JSON line each).
+tool names and the call outputs it carries to stderr (a JSON line each).
 """
-import itertools
 import json
 import sys
 
@@ -16,7 +14,6 @@ from stub_server import JsonHandler, serve
 
 STEPS = json.load(open(sys.argv[1]))
 SERVER = sys.argv[3]
-REPLIES = itertools.count(1)
 
 
 def declared(body):
@@ -60,18 +57,12 @@ class Handler(JsonHandler):
 
     def do_POST(self):
         body = self.body()
-        line = {"path": self.path, "tools": declared(body), "outputs": outputs(body), "auth": self.headers.get("authorization")}
-        responses = self.path.rstrip("/").endswith("/responses")
-        if responses:
-            n = next(REPLIES)
-            line["usage"] = {"input_tokens": 300 + 17 * n, "output_tokens": 9 + 2 * n}
-        sys.stderr.write(json.dumps(line) + "\n")
+        sys.stderr.write(json.dumps({"path": self.path, "tools": declared(body), "outputs": outputs(body)}) + "\n")
         sys.stderr.flush()
-        if not responses:
+        if not self.path.rstrip("/").endswith("/responses"):
             return self.reply(404, {"error": {"message": self.path}})
         item = item_for(body)
-        i, o = line["usage"]["input_tokens"], line["usage"]["output_tokens"]
-        usage = {"input_tokens": i, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": o, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": i + o}
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
         self.stream()
 
         def event(kind, data):

@@ -20,8 +20,6 @@ mod events;
 mod externals;
 mod fidelity;
 mod fuzz;
-mod gateway;
-mod gateway_cli;
 mod hashline;
 mod interpreters;
 mod jj;

@@ -26,7 +26,6 @@ pub mod bell;
 pub mod project;
 pub mod origin;
 pub mod store;
-pub mod gateway;
 pub mod sync;
 pub mod tasks;
 pub mod watcher;

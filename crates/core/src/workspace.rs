@@ -154,7 +154,7 @@ fn request<'a>(project: &Project, id: &str, s: &'a Session, dir: &Path) -> Resul
         Some(st) => Streams { stdin: dup(&st.stdin)?, stdout: dup(&st.stdout)?, stderr: dup(&st.stderr)? },
         None => return Err(Error::Preview("a preview needs the user's terminal".into())),
     };
-    Ok(runbox::wrap::Request { argv: &s.argv, cwd: &s.cwd, network, env, home, home_plan, hide, read_paths, streams, gateway: None })
+    Ok(runbox::wrap::Request { argv: &s.argv, cwd: &s.cwd, network, env, home, home_plan, hide, read_paths, streams })
 }
 
 fn dup(fd: &std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd> {

@@ -63,11 +63,7 @@ pub struct Status {
     /// Other pending agents whose hunks overlap this one's ([`review::board`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overlaps: Vec<String>,
-    /// The tokens (and cost) of its model requests, as the wrap gateway read them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::store::bin::UsageSummary>,
 }
-
 
 /// A task as an agent's status shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -144,6 +140,5 @@ pub fn status_of(project: &Project, rec: &AgentRecord, detailed: bool) -> Result
         jj_integration: (detailed && (project.root.join(".jj").is_dir() || project.config.jj.enabled == "true")).then(|| crate::jj::detect(project).0),
         state_changed_ms: rec.state_changed_ms,
         overlaps: Vec::new(),
-        usage: project.bin()?.usage_summary(&rec.id, &crate::gateway::price::Table::load(&project.home.dir))?,
     })
 }

@@ -35,7 +35,6 @@ pub const HOST_KEYS: &[(&str, &str)] = &[
     ("wrap", "network"),
     ("wrap", "allow_hosts"),
     ("wrap", "host_ports"),
-    ("wrap", "credentials"),
     // Ports of a view opened on the host's loopback.
     ("preview", "ports"),
     // How soon decided agents (their undo) are collected: a project may keep more, not less.
@@ -143,8 +142,6 @@ fn narrowed(section: &str, key: &str, value: Value, under: Option<&Value>) -> Op
         }
         (_, "network", Value::String(to), Some(Value::String(from))) => (rank(to)? <= rank(from)?).then_some(value),
         ("run", "allow_unconfined", Value::Boolean(false), _) => Some(value),
-        // The agent holding no key is a narrowing of it holding yours.
-        ("wrap", "credentials", Value::String(to), _) if to == "gateway" => Some(value),
         // A budget or a timeout lowered (every one of them has a lower bound above 0, so
         // lower is always less).
         _ if BUDGET_KEYS.iter().any(|(s, k)| *s == section && *k == key) => match (&value, under) {

@@ -189,15 +189,12 @@ pub struct LogReport {
     pub revision: u32,
     pub revisions: Vec<Revision>,
     pub feedback: Vec<Feedback>,
-    /// Its model tokens (and cost), by revision among the rest, as the wrap gateway read them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::store::bin::UsageSummary>,
 }
 
 pub fn log(project: &Project, id: &str) -> Result<LogReport> {
     let bin = project.bin()?;
     let rec = bin.get(id)?;
-    Ok(LogReport { id: id.to_string(), state: rec.state, revision: rec.revision, revisions: bin.revisions_of(id)?, feedback: bin.feedback_of(id)?, usage: bin.usage_summary(id, &crate::gateway::price::Table::load(&project.home.dir))? })
+    Ok(LogReport { id: id.to_string(), state: rec.state, revision: rec.revision, revisions: bin.revisions_of(id)?, feedback: bin.feedback_of(id)? })
 }
 
 /// Refuses feedback on an agent that cannot take it.

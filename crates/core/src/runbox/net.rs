@@ -20,29 +20,24 @@ pub struct Listen {
     pub proxy: u16,
     /// Host loopback ports forwarded: the same port inside.
     pub host_ports: Vec<u16>,
-    /// The model gateway's ports inside ([`crate::gateway`]), served by the parent.
-    #[serde(default)]
-    pub gateways: Vec<u16>,
 }
 
 /// One listener handed out: the port inside, and what it is for.
 pub struct Handed {
     pub port: u16,
     pub is_proxy: bool,
-    /// A model gateway's listener.
-    pub gateway: bool,
     pub listener: std::net::TcpListener,
 }
 
 /// Pid 1: makes the listeners on the loopback and sends them out, one message each (a byte
-/// saying forward, proxy or gateway (0, 1, 2), the port, the descriptor).
+/// saying proxy or forward, the port, the descriptor).
 pub(super) fn hand_out(listen: &Listen, control: BorrowedFd<'_>) -> Result<(), String> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let all = std::iter::once((listen.proxy, 1u8)).chain(listen.host_ports.iter().map(|p| (*p, 0))).chain(listen.gateways.iter().map(|p| (*p, 2)));
-    for (port, kind) in all {
+    let all = std::iter::once((listen.proxy, true)).chain(listen.host_ports.iter().map(|p| (*p, false)));
+    for (port, is_proxy) in all {
         let l = std::net::TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("listen on 127.0.0.1:{port} inside: {e}"))?;
         let mut msg = [0u8; 3];
-        msg[0] = kind;
+        msg[0] = is_proxy as u8;
         msg[1..].copy_from_slice(&port.to_le_bytes());
         let fds = [l.as_fd()];
         let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
@@ -67,7 +62,7 @@ pub fn receive(control: &OwnedFd, count: usize) -> Vec<Handed> {
         }
         let fd: Option<OwnedFd> = cmsg.drain().find_map(|m| if let RecvAncillaryMessage::ScmRights(mut fds) = m { fds.next() } else { None });
         let Some(fd) = fd else { break };
-        out.push(Handed { port: u16::from_le_bytes([msg[1], msg[2]]), is_proxy: msg[0] == 1, gateway: msg[0] == 2, listener: std::net::TcpListener::from(fd) });
+        out.push(Handed { port: u16::from_le_bytes([msg[1], msg[2]]), is_proxy: msg[0] == 1, listener: std::net::TcpListener::from(fd) });
     }
     out
 }

@@ -47,8 +47,6 @@ pub struct Request<'a> {
     pub read_paths: Vec<PathBuf>,
     /// The user's terminal (or whatever `cairn wrap`'s streams are).
     pub streams: super::pty::Streams,
-    /// The model gateway on the session's loopback (`Network::Proxy` only).
-    pub gateway: Option<crate::gateway::Gateway>,
 }
 
 /// How a session ended, and what its proxy refused.
@@ -97,7 +95,7 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     let stdio = terminal.stdio().map_err(|e| Error::Sandbox(format!("the agent's terminal: {e}")))?;
     let side = super::launch::start(project, &spec, stdio, theirs)?;
     let relay = terminal.relay();
-    let serving = serve(&listen, ours, req, forwarded, project.config.wrap.max_connections);
+    let serving = serve(&listen, ours, &req.network, forwarded, project.config.wrap.max_connections);
     // Woken by pid 1's end, else every `every` for a tick.
     while !side.ended(Duration::ZERO) {
         tick(&relay.console);
@@ -107,12 +105,7 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
     }
     relay.finish();
     let denied = match serving {
-        Some(Served::Proxy(s, gateway)) => {
-            if let Some(g) = gateway {
-                g.stop();
-            }
-            s.stop()
-        }
+        Some(Served::Proxy(s)) => s.stop(),
         Some(Served::Forward(f)) => {
             f.stop();
             Vec::new()
@@ -132,23 +125,17 @@ pub fn run(project: &Project, dir: &Path, changes: &[FileChange], req: &Request,
 
 /// The parent's side of the session's network.
 enum Served {
-    Proxy(super::proxy::Serving, Option<crate::gateway::Serving>),
+    Proxy(super::proxy::Serving),
     Forward(super::dial::Forwarding),
 }
 
-/// Serves the session's network over the control socket: the proxy and the model gateway on
-/// the listeners pid 1 makes inside (they arrive before the command starts), or the
-/// forwarded ports.
-fn serve(listen: &Option<super::net::Listen>, control: Option<std::os::fd::OwnedFd>, req: &Request, forwarded: Option<Vec<(u16, std::net::TcpListener)>>, max_connections: u64) -> Option<Served> {
-    match (listen, control, &req.network, forwarded) {
+/// Serves the session's network over the control socket: the proxy on the listeners pid 1
+/// makes inside (they arrive before the command starts), or the forwarded ports.
+fn serve(listen: &Option<super::net::Listen>, control: Option<std::os::fd::OwnedFd>, network: &Network, forwarded: Option<Vec<(u16, std::net::TcpListener)>>, max_connections: u64) -> Option<Served> {
+    match (listen, control, network, forwarded) {
         (Some(l), Some(control), Network::Proxy { allow_hosts, host_ports }, _) => {
-            let handed = super::net::receive(&control, 1 + l.host_ports.len() + l.gateways.len());
-            let (gateways, handed): (Vec<_>, Vec<_>) = handed.into_iter().partition(|h| h.gateway);
-            let gateway = req.gateway.as_ref().map(|g| {
-                let routes = gateways.into_iter().filter_map(|h| g.routes.iter().find(|r| r.port == h.port).map(|r| (h.listener, r.clone()))).collect();
-                crate::gateway::serve(routes, std::sync::Arc::clone(&g.meter))
-            });
-            Some(Served::Proxy(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone(), max_connections }), gateway))
+            let handed = super::net::receive(&control, 1 + l.host_ports.len());
+            Some(Served::Proxy(super::proxy::serve(handed, super::proxy::Policy { allow_hosts: allow_hosts.clone(), host_ports: host_ports.clone(), max_connections })))
         }
         (_, Some(control), Network::Forward { .. }, Some(host)) => Some(Served::Forward(super::dial::forward(host, control))),
         _ => None,
@@ -161,8 +148,7 @@ fn spec_for(project: &Project, dir: &Path, req: &Request, pty: bool) -> Result<S
         Network::Proxy { host_ports, .. } => {
             env.retain(|(k, _)| !k.to_ascii_uppercase().ends_with("_PROXY"));
             env.extend(super::net::proxy_env(super::net::PROXY_PORT));
-            let gateways = req.gateway.iter().flat_map(|g| g.routes.iter().map(|r| r.port)).collect();
-            Some(super::net::Listen { proxy: super::net::PROXY_PORT, host_ports: host_ports.clone(), gateways })
+            Some(super::net::Listen { proxy: super::net::PROXY_PORT, host_ports: host_ports.clone() })
         }
         _ => None,
     };

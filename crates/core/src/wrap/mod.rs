@@ -27,8 +27,6 @@ pub use argv::{command_line, command_text, recorded};
 pub mod env;
 pub(crate) mod gitconfig;
 pub mod name;
-mod keys;
-mod meter;
 pub mod state;
 mod turns;
 pub use turns::TurnEnds;
@@ -65,8 +63,6 @@ pub struct Finished {
     pub changed: usize,
     /// Connections the proxy refused (`host:port`), for the user to allow one.
     pub denied: Vec<String>,
-    /// The budget that stopped the agent's model requests, if one did.
-    pub budget: Option<String>,
 }
 
 /// The session's directory.
@@ -115,18 +111,16 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
         Some(_) => command_line(project, agent, &opts.argv)?,
         None => opts.argv.clone(),
     };
-    let argv = keys::codex_base_url(project, argv, opts.network.as_deref());
     let opts = &Options { argv, ..opts.clone() };
     // A resumed session starts from its proposal, staged below the new layer.
     let changes = crate::review::diff::changes(project, agent)?;
     let staged = crate::tasks::exec::staged(&changes);
-    let mut req = request(project, opts)?;
-    let meter = meter::Session::attach(project, agent, &mut req);
+    let req = request(project, opts)?;
     // The CLI's state layer is this session's while it runs (`cairn wrap state`).
     let _state = state::hold(&req.home_plan.layer)?;
     // Named by the first task typed to it, unless named already (`--task`, `-p`, resumed).
     let named = name::given(opts.task.as_deref(), &opts.argv).is_some() || opts.agent.is_some() || name::prompt(&opts.argv).is_some();
-    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named, turns: opts.turns.clone(), meter: meter.clone() };
+    let mut live = Live { seen: BTreeMap::new(), turn_mark: None, named, turns: opts.turns.clone() };
     let mut sync_error = None;
     let exit = runbox::wrap::run(project, &dir, &changes, &req, SYNC_EVERY, &mut |console| {
         if let Err(e) = live.step(project, agent, &staged, &dir, console) {
@@ -153,16 +147,13 @@ pub fn run(project: &Project, agent: &str, opts: &Options) -> Result<Finished> {
     if let Some(e) = sync_error {
         return Err(e);
     }
-    Ok(Finished { agent: agent.to_string(), exit, changed, denied: ran.denied, budget: meter.stopped() })
+    Ok(Finished { agent: agent.to_string(), exit, changed, denied: ran.denied })
 }
 
 /// What `cairn wrap` refuses before starting `opts`, else notes (see [`runbox::wrap::check`]).
 pub fn check(project: &Project, opts: &Options) -> Result<Vec<String>> {
     let Some(_) = opts.argv.first() else { return Ok(Vec::new()) };
-    let req = request(project, opts)?;
-    let mut notes = runbox::wrap::check(project, &req)?;
-    notes.extend(keys::note(project, &req));
-    Ok(notes)
+    runbox::wrap::check(project, &request(project, opts)?)
 }
 
 /// The boundary of a session: the network, the environment, the home and what else it reads.
@@ -179,16 +170,13 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
     // The CLI's own layer: the program run through wrappers (`env A=1 claude`, `sh -c 'claude'`).
     let program = runbox::chain::program(&opts.argv, &home);
     let layer = state::state_layer(project, &program);
-    let mut hide = expand(&w.hide);
+    let hide = expand(&w.hide);
     let read_paths = expand(&w.read_paths);
     // What the line's package runners need of the home (`uv run`: its Pythons and cache).
     let mut shown: Vec<String> = w.home.iter().cloned().chain(runbox::chain::home_needs(&opts.argv, &home).into_iter().map(String::from)).collect();
     shown.extend(read_paths.iter().filter_map(|p| p.strip_prefix(&home).ok()).map(|p| p.to_string_lossy().into_owned()));
     let search = project.env.get("PATH").unwrap_or("/usr/bin:/bin").to_string();
-    let env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));
-    // The model keys: placeholders and the gateway's routes; the sign-in files hidden.
-    let keys::Keyed { mut env, gateway, hidden } = keys::plan(project, env, &network, &home)?;
-    hide.extend(hidden);
+    let mut env = env::allowed(&project.env.0, &w.env, &state::cli_of(&program, &project.root, &search));
     let generated = gitconfig::files(project, &home, &shown);
     let home_plan = runbox::home_plan(&home, &shown, &state::state_of(&program, &project.root, &search, &w.state), &hide, &layer, generated);
     env.retain(|(k, _)| k != "HOME");
@@ -200,7 +188,7 @@ fn request<'a>(project: &Project, opts: &'a Options) -> Result<runbox::wrap::Req
             runbox::pty::Streams { stdin: null(false)?, stdout: null(true)?, stderr: null(true)? }
         }
     };
-    Ok(runbox::wrap::Request { argv: &opts.argv, cwd: &opts.cwd, network, env, home, home_plan, hide, read_paths, streams, gateway })
+    Ok(runbox::wrap::Request { argv: &opts.argv, cwd: &opts.cwd, network, env, home, home_plan, hide, read_paths, streams })
 }
 
 fn dup(fd: &std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd> {
@@ -218,8 +206,6 @@ struct Live {
     named: bool,
     /// Where turns end exactly (`cairn acp`: a prompt's answer), instead of a still screen.
     turns: Option<std::sync::Arc<TurnEnds>>,
-    /// The session's gateway meter: a spent budget ends the turn.
-    meter: std::sync::Arc<meter::Session>,
 }
 
 impl Live {
@@ -227,10 +213,6 @@ impl Live {
     /// next revision first), its turn's end, feedback to type.
     fn step(&mut self, project: &Project, agent: &str, staged: &Staged, dir: &Path, console: &runbox::pty::Console) -> Result<()> {
         let wrote = sync(project, agent, staged, dir, &mut self.seen, true)?;
-        if self.meter.end_turn_once(project, agent)? {
-            self.turn_mark = Some(console.output_mark());
-            return Ok(());
-        }
         if let Some(turns) = &self.turns {
             turns.serve(|| match project.bin()?.get(agent)?.state {
                 State::Executing if !project.existing_overlay(agent)?.is_some_and(|o| o.changed_count().unwrap_or(0) > 0) => Ok(()),

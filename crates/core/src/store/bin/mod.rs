@@ -9,7 +9,6 @@
 //! - [`tasks`]: tasks and their provenance;
 //! - [`review`]: feedback to agents, revisions, delivery exactly once;
 //! - [`marks`]: each agent's mark (`A`, `B`, ...), kept for its life.
-//! - [`usage`]: token usage per agent, revision and model (the wrap gateway's).
 //!
 //! Every state change happens inside one IMMEDIATE transaction that checks the move against
 //! [`State::can_move_to`], writes the new state and appends an event, so a transition is
@@ -26,8 +25,6 @@ pub use review::{Feedback, FeedbackKind, NewFeedback, Revision};
 mod tasks;
 pub use tasks::{is_human, Check, CheckResult, Provenance, SessionRow, TaskRow, STALLED_AFTER_MS};
 mod transition;
-mod usage;
-pub use usage::{UsagePart, UsageRow, UsageSummary};
 use transition::apply_transition;
 mod workers;
 pub use workers::HELD;
@@ -193,7 +190,7 @@ pub struct Bin {
 
 /// The migrations `Bin::open` runs, as one number kept in the database's `application_id`
 /// once they have run: raise it with every migration added.
-const MIGRATED: i32 = 0x6361_0003;
+const MIGRATED: i32 = 0x6361_0002;
 
 impl Bin {
     /// A write transaction on a shared connection, taking the write lock at once: a deferred
@@ -207,7 +204,7 @@ impl Bin {
     /// synchronous=NORMAL); the accept journal alone is also forced to disk before any project
     /// file is touched (see [`Bin::begin_accept`]).
     pub fn open(path: &Path) -> Result<Bin> {
-        let conn = super::open(path, &format!("{SCHEMA}{}{}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA, marks::SCHEMA, usage::SCHEMA))?;
+        let conn = super::open(path, &format!("{SCHEMA}{}{}{}{}", tasks::SCHEMA, jj::SCHEMA, review::SCHEMA, marks::SCHEMA))?;
         // Each migration looks for its columns (a statement prepared each); a database that
         // says it has them all is not asked again.
         // Every cairn process opens this database afresh and reads its WAL whole to index it
@@ -222,7 +219,6 @@ impl Bin {
             tasks::migrate(&conn)?;
             workers::migrate(&conn)?;
             marks::migrate(&conn)?;
-            usage::migrate(&conn)?;
             conn.pragma_update(None, "application_id", MIGRATED)?;
         }
         Ok(Bin { conn })
