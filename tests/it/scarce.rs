@@ -83,3 +83,20 @@ fn too_few_descriptors_lose_no_agent() {
     assert_eq!(s.len(), 16, "{s:?}");
     assert!(s.iter().all(|x| x.starts_with("reviewing")), "agents lost to a shortage of descriptors: {s:?}");
 }
+
+/// A new agent's overlay whose creation is cut short (here SQLite cannot make the WAL, as
+/// when no descriptor is left) is an error and leaves no file at the overlay's name: an empty
+/// one would read as a damaged overlay for good, and its agent would be lost (seen under
+/// `ulimit -n 64` on a loaded machine).
+#[test]
+fn a_failed_overlay_creation_leaves_no_empty_overlay() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent-x.db");
+    for blocked in ["agent-x.db-wal", "agent-x.db.part-wal"] {
+        std::fs::create_dir(dir.path().join(blocked)).unwrap();
+    }
+    // No template can be made either: its directory is missing.
+    let template = dir.path().join("missing/template.db");
+    assert!(cairn::store::overlay::Overlay::create(&path, &template).is_err(), "the creation should fail");
+    assert!(!path.exists(), "an empty overlay was left at its name");
+}

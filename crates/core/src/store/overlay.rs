@@ -9,6 +9,8 @@ use crate::error::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
+mod create;
+
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS entries(
     path TEXT PRIMARY KEY,
@@ -79,13 +81,6 @@ pub struct AuditRecord {
     pub duration_us: i64,
 }
 
-/// Removes a creation's part file and what SQLite made beside it.
-fn remove_part(part: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", part.display()));
-    }
-}
-
 /// An open agent overlay.
 pub struct Overlay {
     conn: Connection,
@@ -106,22 +101,7 @@ impl Overlay {
     /// file is made whole beside its name and renamed into place: a creation cut short (no
     /// descriptor left, a full disk) leaves no empty database that would read as damaged.
     pub fn create(path: &Path, template: &Path) -> Result<Overlay> {
-        if !path.exists() {
-            let part = path.with_extension("db.part");
-            let copied = (template.is_file() || make_template(template).is_ok()) && std::fs::copy(template, &part).is_ok();
-            let made = match copied {
-                true => Ok(()),
-                false => {
-                    remove_part(&part);
-                    fresh(&part)
-                }
-            };
-            let placed = made.and_then(|()| std::fs::rename(&part, path).map_err(|e| crate::error::Error::io(path, e)));
-            if let Err(e) = placed {
-                remove_part(&part);
-                return Err(e);
-            }
-        }
+        create::place(path, template)?;
         Overlay::open(path)
     }
 
@@ -395,50 +375,5 @@ impl Overlay {
                 Err(e)
             }
         }
-    }
-}
-
-/// Writes an empty overlay, self-contained (its WAL checkpointed into it and removed), to
-/// `template`, atomically.
-fn make_template(template: &Path) -> Result<()> {
-    let part = template.with_extension(format!("part-{}", std::process::id()));
-    fresh(&part)?;
-    std::fs::rename(&part, template).map_err(|e| crate::error::Error::io(template, e))
-}
-
-/// An empty overlay at `path`, whole in its one file (the WAL checkpointed and removed).
-fn fresh(path: &Path) -> Result<()> {
-    {
-        let overlay = Overlay::open(path)?;
-        overlay.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-    }
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Overlay;
-
-    /// A creation cut short (here: SQLite cannot make the WAL, as when no descriptor is left)
-    /// is an error and leaves no file at the overlay's name: an empty one would read as a
-    /// damaged overlay for good, and its agent would be lost.
-    #[test]
-    fn a_failed_creation_leaves_no_empty_overlay() {
-        let dir = std::env::temp_dir().join(format!("cairn-overlay-create-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("agent-x.db");
-        for blocked in ["agent-x.db-wal", "agent-x.db.part-wal"] {
-            std::fs::create_dir(dir.join(blocked)).unwrap();
-        }
-        // No template can be made either: its directory is missing.
-        let template = dir.join("missing/template.db");
-        let made = Overlay::create(&path, &template);
-        let left = path.exists();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(made.is_err(), "the creation should fail");
-        assert!(!left, "an empty overlay was left at its name");
     }
 }
