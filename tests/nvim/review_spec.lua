@@ -86,8 +86,16 @@ end)
 
 H.test(':CairnReject never guesses: a word that is no id rejects nothing; :CairnUndo takes a reject back', function()
   local buf = open('f.py')
+  -- The agents pending before: their hunks may be drawn before the new one's (as `others`).
+  local before = {}
+  for _, a in ipairs((require('cairn').status() or {}).agents or {}) do
+    before[a.id] = true
+  end
   require('cairn').queue('agents/three.pym', false)
-  H.wait(20000, function() return H.hunks(buf) >= 1 end, 'the proposal drawn')
+  H.wait(20000, function()
+    local p = require('cairn.ghost').payload
+    return p ~= nil and p.agent ~= nil and not before[p.agent.id] and H.hunks(buf) >= 1
+  end, 'the proposal drawn')
   local id = require('cairn.ghost').payload.agent.id
   local function state()
     local out = vim.fn.system({ require('cairn.rpc').binary(), '--project-root', root, 'status', id, '--json' })
